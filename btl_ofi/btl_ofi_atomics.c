@@ -1,0 +1,404 @@
+/*
+ * btl-ofi atomics: the MCA-op -> libfabric-op table, what the provider does
+ * natively (asked once through fi_*atomicvalid), the three entry points, and
+ * a compare-and-swap loop for every op the provider lacks.
+ *
+ * osc/rdma sends any op it maps without looking at btl_atomic_flags, so an op
+ * the provider cannot do natively must still complete correctly: it becomes a
+ * loop of compare-and-swaps that starts from a guess of 0 and retries with the
+ * value each failed attempt returns.
+ */
+
+#include "btl_ofi.h"
+
+#include <string.h>
+
+#include "opal/util/show_help.h"
+
+typedef struct mca_btl_ofi_atomic_desc_t {
+    bool valid;
+    enum fi_op fi_op;
+    uint32_t support; /**< MCA_BTL_ATOMIC_SUPPORTS_* bit */
+    const char *name;
+} mca_btl_ofi_atomic_desc_t;
+
+static const mca_btl_ofi_atomic_desc_t mca_btl_ofi_atomic_table[MCA_BTL_ATOMIC_LAST] = {
+    [MCA_BTL_ATOMIC_ADD] = {true, FI_SUM, MCA_BTL_ATOMIC_SUPPORTS_ADD, "add"},
+    [MCA_BTL_ATOMIC_AND] = {true, FI_BAND, MCA_BTL_ATOMIC_SUPPORTS_AND, "and"},
+    [MCA_BTL_ATOMIC_OR] = {true, FI_BOR, MCA_BTL_ATOMIC_SUPPORTS_OR, "or"},
+    [MCA_BTL_ATOMIC_XOR] = {true, FI_BXOR, MCA_BTL_ATOMIC_SUPPORTS_XOR, "xor"},
+    [MCA_BTL_ATOMIC_LAND] = {true, FI_LAND, MCA_BTL_ATOMIC_SUPPORTS_LAND, "land"},
+    [MCA_BTL_ATOMIC_LOR] = {true, FI_LOR, MCA_BTL_ATOMIC_SUPPORTS_LOR, "lor"},
+    [MCA_BTL_ATOMIC_LXOR] = {true, FI_LXOR, MCA_BTL_ATOMIC_SUPPORTS_LXOR, "lxor"},
+    [MCA_BTL_ATOMIC_SWAP] = {true, FI_ATOMIC_WRITE, MCA_BTL_ATOMIC_SUPPORTS_SWAP, "swap"},
+    [MCA_BTL_ATOMIC_MIN] = {true, FI_MIN, MCA_BTL_ATOMIC_SUPPORTS_MIN, "min"},
+    [MCA_BTL_ATOMIC_MAX] = {true, FI_MAX, MCA_BTL_ATOMIC_SUPPORTS_MAX, "max"},
+};
+
+/* Datatype index: bit 0 = 32-bit, bit 1 = floating point. */
+static const enum fi_datatype mca_btl_ofi_atomic_dt[MCA_BTL_OFI_ATOMIC_DT_COUNT] = {
+    [0] = FI_INT64,
+    [1] = FI_INT32,
+    [2] = FI_DOUBLE,
+    [3] = FI_FLOAT,
+};
+
+static inline int mca_btl_ofi_dt_index(int flags)
+{
+    return ((flags & MCA_BTL_ATOMIC_FLAG_32BIT) ? 1 : 0) |
+           ((flags & MCA_BTL_ATOMIC_FLAG_FLOAT) ? 2 : 0);
+}
+
+static inline size_t mca_btl_ofi_dt_size(int dt)
+{
+    return (dt & 1) ? 4 : 8;
+}
+
+/* ---- capability probe -------------------------------------------------- */
+
+static uint8_t mca_btl_ofi_probe_op(struct fid_ep *ep, enum fi_datatype dt, enum fi_op op)
+{
+    size_t count = 0;
+    uint8_t native = 0;
+
+    if (0 == fi_atomicvalid(ep, dt, op, &count) && count >= 1) {
+        native |= MCA_BTL_OFI_NATIVE_OP;
+    }
+    count = 0;
+    if (0 == fi_fetch_atomicvalid(ep, dt, op, &count) && count >= 1) {
+        native |= MCA_BTL_OFI_NATIVE_FOP;
+    }
+    return native;
+}
+
+int mca_btl_ofi_atomics_probe(mca_btl_ofi_module_t *module)
+{
+    mca_btl_ofi_atomic_caps_t *caps = &module->atomics;
+    uint32_t flags = 0;
+
+    memset(caps, 0, sizeof(*caps));
+    for (int dt = 0; dt < MCA_BTL_OFI_ATOMIC_DT_COUNT; ++dt) {
+        size_t count = 0;
+        caps->cswap[dt] = 0 == fi_compare_atomicvalid(module->ep, mca_btl_ofi_atomic_dt[dt],
+                                                      FI_CSWAP, &count) &&
+                          count >= 1;
+        for (int op = 0; op < MCA_BTL_ATOMIC_LAST; ++op) {
+            if (mca_btl_ofi_atomic_table[op].valid) {
+                caps->native[op][dt] = mca_btl_ofi_component.force_atomic_emulation
+                                           ? 0
+                                           : mca_btl_ofi_probe_op(module->ep,
+                                                                  mca_btl_ofi_atomic_dt[dt],
+                                                                  mca_btl_ofi_atomic_table[op].fi_op);
+            }
+        }
+    }
+
+    /* osc/rdma needs 64-bit fetch-and-add and compare-and-swap at the very least. */
+    if (!caps->cswap[0]) {
+        opal_show_help("help-mpi-btl-ofi.txt", "atomics-missing", true, opal_process_info.nodename,
+                       module->info->fabric_attr->prov_name);
+        return OPAL_ERR_NOT_SUPPORTED;
+    }
+
+    /* Advertise what the provider does natively for 64-bit integers. */
+    for (int op = 0; op < MCA_BTL_ATOMIC_LAST; ++op) {
+        const uint8_t both = MCA_BTL_OFI_NATIVE_OP | MCA_BTL_OFI_NATIVE_FOP;
+        if (mca_btl_ofi_atomic_table[op].valid && both == (caps->native[op][0] & both)) {
+            flags |= mca_btl_ofi_atomic_table[op].support;
+        }
+    }
+    flags |= MCA_BTL_ATOMIC_SUPPORTS_CSWAP;
+    if (caps->cswap[1]) {
+        /* 32-bit ops are served natively or through a 32-bit compare-and-swap loop. */
+        flags |= MCA_BTL_ATOMIC_SUPPORTS_32BIT;
+    }
+    if (caps->cswap[2] && caps->cswap[3]) {
+        flags |= MCA_BTL_ATOMIC_SUPPORTS_FLOAT;
+    }
+    module->super.btl_atomic_flags = flags;
+    return OPAL_SUCCESS;
+}
+
+/* ---- emulation through compare-and-swap -------------------------------- */
+
+#define MCA_BTL_OFI_APPLY_LOGICAL(op, a, b)                                                    \
+    ((op) == MCA_BTL_ATOMIC_LAND ? ((a) && (b)) : (op) == MCA_BTL_ATOMIC_LOR ? ((a) || (b))   \
+                                                                           : (!(a) != !(b)))
+
+/* new = old op operand for signed integers of either width. */
+static int64_t mca_btl_ofi_apply_int(mca_btl_base_atomic_op_t op, int64_t old, int64_t operand)
+{
+    switch (op) {
+    case MCA_BTL_ATOMIC_ADD:
+        return (int64_t)((uint64_t) old + (uint64_t) operand);
+    case MCA_BTL_ATOMIC_AND:
+        return old & operand;
+    case MCA_BTL_ATOMIC_OR:
+        return old | operand;
+    case MCA_BTL_ATOMIC_XOR:
+        return old ^ operand;
+    case MCA_BTL_ATOMIC_LAND:
+    case MCA_BTL_ATOMIC_LOR:
+    case MCA_BTL_ATOMIC_LXOR:
+        return MCA_BTL_OFI_APPLY_LOGICAL(op, old, operand);
+    case MCA_BTL_ATOMIC_MIN:
+        return old < operand ? old : operand;
+    case MCA_BTL_ATOMIC_MAX:
+        return old > operand ? old : operand;
+    case MCA_BTL_ATOMIC_SWAP:
+    default:
+        return operand;
+    }
+}
+
+static double mca_btl_ofi_apply_float(mca_btl_base_atomic_op_t op, double old, double operand)
+{
+    switch (op) {
+    case MCA_BTL_ATOMIC_ADD:
+        return old + operand;
+    case MCA_BTL_ATOMIC_MIN:
+        return old < operand ? old : operand;
+    case MCA_BTL_ATOMIC_MAX:
+        return old > operand ? old : operand;
+    case MCA_BTL_ATOMIC_LAND:
+    case MCA_BTL_ATOMIC_LOR:
+    case MCA_BTL_ATOMIC_LXOR:
+        return MCA_BTL_OFI_APPLY_LOGICAL(op, old != 0.0, operand != 0.0);
+    case MCA_BTL_ATOMIC_SWAP:
+    default:
+        return operand;
+    }
+}
+
+/* Apply the op to raw 4- or 8-byte patterns of the datatype dt. */
+static uint64_t mca_btl_ofi_apply(mca_btl_base_atomic_op_t op, int dt, uint64_t old, uint64_t operand)
+{
+    switch (dt) {
+    case 0:
+        return (uint64_t) mca_btl_ofi_apply_int(op, (int64_t) old, (int64_t) operand);
+    case 1:
+        return (uint32_t) mca_btl_ofi_apply_int(op, (int32_t)(uint32_t) old,
+                                                (int32_t)(uint32_t) operand);
+    case 2: {
+        double a, b, r;
+        memcpy(&a, &old, 8);
+        memcpy(&b, &operand, 8);
+        r = mca_btl_ofi_apply_float(op, a, b);
+        memcpy(&old, &r, 8);
+        return old;
+    }
+    default: {
+        float a, b, r;
+        uint32_t old32 = (uint32_t) old, operand32 = (uint32_t) operand, out;
+        memcpy(&a, &old32, 4);
+        memcpy(&b, &operand32, 4);
+        r = (float) mca_btl_ofi_apply_float(op, a, b);
+        memcpy(&out, &r, 4);
+        return out;
+    }
+    }
+}
+
+void mca_btl_ofi_emulation_post(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op)
+{
+    /* Compare against the current guess; store the op applied to that guess. */
+    op->operand = mca_btl_ofi_apply(op->emu.op, op->emu.dt, op->compare, op->emu.operand);
+    op->fetched = 0;
+    ssize_t rc = fi_compare_atomic(module->ep, &op->operand, 1, NULL, &op->compare, NULL,
+                                   &op->fetched, NULL, op->endpoint->peer_addr,
+                                   op->emu.target_addr, op->emu.key,
+                                   mca_btl_ofi_atomic_dt[op->emu.dt & 1], FI_CSWAP, &op->fi_ctx);
+    if (OPAL_LIKELY(0 == rc)) {
+        return;
+    }
+    if (-FI_EAGAIN == rc) {
+        OPAL_THREAD_LOCK(&module->deferred_lock);
+        opal_list_append(&module->deferred, &op->super.super);
+        OPAL_THREAD_UNLOCK(&module->deferred_lock);
+        return;
+    }
+    opal_output_verbose(1, mca_btl_ofi_output, "btl:ofi: fi_compare_atomic (emulated %s) failed: %s",
+                        mca_btl_ofi_atomic_table[op->emu.op].name, fi_strerror((int) -rc));
+    mca_btl_ofi_op_complete(module, op, OPAL_ERROR);
+}
+
+void mca_btl_ofi_emulation_step_done(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op)
+{
+    const uint64_t mask = (op->emu.dt & 1) ? UINT32_MAX : UINT64_MAX;
+
+    if ((op->fetched & mask) != (op->compare & mask)) {
+        /* Someone changed the value first: retry from what we saw. */
+        op->compare = op->fetched & mask;
+        mca_btl_ofi_emulation_post(module, op);
+        return;
+    }
+    if (op->emu.fetching) {
+        memcpy(op->local_address, &op->compare, mca_btl_ofi_dt_size(op->emu.dt));
+    }
+    op->kind = MCA_BTL_OFI_OP_ATOMIC;
+    mca_btl_ofi_op_complete(module, op, OPAL_SUCCESS);
+}
+
+static int mca_btl_ofi_emulate(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
+                               mca_btl_base_atomic_op_t mca_op, int dt, bool fetching,
+                               uint64_t operand, uint64_t target, uint64_t key)
+{
+    if (!module->atomics.cswap[dt & 1]) {
+        /* No compare-and-swap of this width: osc/rdma falls back to its own path. */
+        mca_btl_ofi_op_release(module, op);
+        return OPAL_ERR_NOT_SUPPORTED;
+    }
+    op->kind = MCA_BTL_OFI_OP_EMULATED;
+    op->emu = (mca_btl_ofi_emulation_t){
+        .op = mca_op,
+        .dt = dt,
+        .fetching = fetching,
+        .operand = operand,
+        .target_addr = target,
+        .key = key,
+    };
+    op->compare = 0;
+    mca_btl_ofi_count(MCA_BTL_OFI_CNT_ATOMICS_EMULATED, 1);
+    mca_btl_ofi_emulation_post(module, op);
+    return OPAL_SUCCESS;
+}
+
+/* ---- entry points ------------------------------------------------------ */
+
+/* Checks and setup shared by the three entry points; *op is counted outstanding. */
+static int mca_btl_ofi_atomic_begin(mca_btl_ofi_module_t *module,
+                                    struct mca_btl_base_endpoint_t *endpoint, int flags,
+                                    uint64_t remote_address,
+                                    struct mca_btl_base_registration_handle_t *remote_handle,
+                                    void *local_address,
+                                    struct mca_btl_base_registration_handle_t *local_handle,
+                                    mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                                    void *cbdata, uint64_t *target, mca_btl_ofi_op_t **op)
+{
+    int dt = mca_btl_ofi_dt_index(flags);
+
+    if (OPAL_UNLIKELY(!mca_btl_ofi_args_ok(endpoint, remote_handle) ||
+                      OPAL_SUCCESS != mca_btl_ofi_remote_addr(module, remote_handle,
+                                                              remote_address,
+                                                              mca_btl_ofi_dt_size(dt), target))) {
+        return OPAL_ERR_BAD_PARAM;
+    }
+    *op = mca_btl_ofi_op_alloc(module, MCA_BTL_OFI_OP_ATOMIC, endpoint, local_address,
+                               local_handle, cbfunc, cbcontext, cbdata);
+    if (OPAL_UNLIKELY(NULL == *op)) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    mca_btl_ofi_count(MCA_BTL_OFI_CNT_ATOMICS, 1);
+    atomic_store_explicit(&endpoint->unproven, true, memory_order_relaxed);
+    return OPAL_SUCCESS;
+}
+
+static bool mca_btl_ofi_op_known(mca_btl_base_atomic_op_t op)
+{
+    return op >= 0 && op < MCA_BTL_ATOMIC_LAST && mca_btl_ofi_atomic_table[op].valid;
+}
+
+/* Fetching and non-fetching atomics share everything but the libfabric call. */
+static int mca_btl_ofi_atomic(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoint_t *endpoint,
+                              void *local_address, uint64_t remote_address,
+                              struct mca_btl_base_registration_handle_t *local_handle,
+                              struct mca_btl_base_registration_handle_t *remote_handle,
+                              mca_btl_base_atomic_op_t mca_op, uint64_t operand, int flags,
+                              mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                              void *cbdata)
+{
+    const bool fetching = NULL != local_address;
+    const int dt = mca_btl_ofi_dt_index(flags);
+    mca_btl_ofi_op_t *op;
+    uint64_t target;
+    ssize_t rc;
+
+    if (OPAL_UNLIKELY(!mca_btl_ofi_op_known(mca_op))) {
+        return OPAL_ERR_BAD_PARAM;
+    }
+    rc = mca_btl_ofi_atomic_begin(module, endpoint, flags, remote_address, remote_handle,
+                                  local_address, local_handle, cbfunc, cbcontext, cbdata, &target,
+                                  &op);
+    if (OPAL_SUCCESS != rc) {
+        return (int) rc;
+    }
+    if (!(module->atomics.native[mca_op][dt] &
+          (fetching ? MCA_BTL_OFI_NATIVE_FOP : MCA_BTL_OFI_NATIVE_OP))) {
+        return mca_btl_ofi_emulate(module, op, mca_op, dt, fetching, operand, target,
+                                   remote_handle->key);
+    }
+
+    op->operand = operand;
+    if (fetching) {
+        rc = fi_fetch_atomic(module->ep, &op->operand, 1, NULL, local_address,
+                             mca_btl_ofi_local_desc(local_handle), endpoint->peer_addr, target,
+                             remote_handle->key, mca_btl_ofi_atomic_dt[dt],
+                             mca_btl_ofi_atomic_table[mca_op].fi_op, &op->fi_ctx);
+    } else {
+        rc = fi_atomic(module->ep, &op->operand, 1, NULL, endpoint->peer_addr, target,
+                       remote_handle->key, mca_btl_ofi_atomic_dt[dt],
+                       mca_btl_ofi_atomic_table[mca_op].fi_op, &op->fi_ctx);
+    }
+    return mca_btl_ofi_post_result(module, op, rc, fetching ? "fi_fetch_atomic" : "fi_atomic");
+}
+
+int mca_btl_ofi_aop(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
+                    uint64_t remote_address, struct mca_btl_base_registration_handle_t *remote_handle,
+                    mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
+                    mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+{
+    (void) order;
+    return mca_btl_ofi_atomic((mca_btl_ofi_module_t *) btl, endpoint, NULL, remote_address, NULL,
+                              remote_handle, op, operand, flags, cbfunc, cbcontext, cbdata);
+}
+
+int mca_btl_ofi_afop(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
+                     void *local_address, uint64_t remote_address,
+                     struct mca_btl_base_registration_handle_t *local_handle,
+                     struct mca_btl_base_registration_handle_t *remote_handle,
+                     mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
+                     mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+{
+    (void) order;
+    if (OPAL_UNLIKELY(NULL == local_address)) {
+        return OPAL_ERR_BAD_PARAM;
+    }
+    return mca_btl_ofi_atomic((mca_btl_ofi_module_t *) btl, endpoint, local_address,
+                              remote_address, local_handle, remote_handle, op, operand, flags,
+                              cbfunc, cbcontext, cbdata);
+}
+
+int mca_btl_ofi_acswap(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
+                       void *local_address, uint64_t remote_address,
+                       struct mca_btl_base_registration_handle_t *local_handle,
+                       struct mca_btl_base_registration_handle_t *remote_handle, uint64_t compare,
+                       uint64_t value, int flags, int order,
+                       mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+{
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
+    const int dt = mca_btl_ofi_dt_index(flags & MCA_BTL_ATOMIC_FLAG_32BIT);
+    mca_btl_ofi_op_t *op;
+    uint64_t target;
+    ssize_t rc;
+
+    (void) order;
+    if (OPAL_UNLIKELY(NULL == local_address)) {
+        return OPAL_ERR_BAD_PARAM;
+    }
+    rc = mca_btl_ofi_atomic_begin(module, endpoint, flags, remote_address, remote_handle,
+                                  local_address, local_handle, cbfunc, cbcontext, cbdata, &target,
+                                  &op);
+    if (OPAL_SUCCESS != rc) {
+        return (int) rc;
+    }
+    if (!module->atomics.cswap[dt]) {
+        mca_btl_ofi_op_release(module, op);
+        return OPAL_ERR_NOT_SUPPORTED;
+    }
+    op->operand = value;
+    op->compare = compare;
+    rc = fi_compare_atomic(module->ep, &op->operand, 1, NULL, &op->compare, NULL, local_address,
+                           mca_btl_ofi_local_desc(local_handle), endpoint->peer_addr, target,
+                           remote_handle->key, mca_btl_ofi_atomic_dt[dt], FI_CSWAP, &op->fi_ctx);
+    return mca_btl_ofi_post_result(module, op, rc, "fi_compare_atomic");
+}

@@ -1,0 +1,234 @@
+/*
+ * btl-ofi component: MCA parameters, open/close, init and progress.
+ * Orchestration only; the work lives in the other files.
+ */
+
+#include "btl_ofi.h"
+
+#include <string.h>
+
+#include "opal/mca/base/mca_base_var.h"
+#include "opal/mca/base/mca_base_var_enum.h"
+#include "opal/util/show_help.h"
+
+static int mca_btl_ofi_component_register(void);
+static int mca_btl_ofi_component_open(void);
+static int mca_btl_ofi_component_close(void);
+static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btls,
+                                                          bool enable_progress_threads,
+                                                          bool enable_mpi_threads);
+static int mca_btl_ofi_component_progress(void);
+
+mca_btl_ofi_component_t mca_btl_ofi_component = {
+    .super = {
+        .btl_version = {
+            MCA_BTL_BASE_VERSION_3_1_0,
+            .mca_component_name = "ofi",
+            MCA_BASE_MAKE_VERSION(component, MCA_BTL_OFI_MAJOR_VERSION,
+                                  MCA_BTL_OFI_MINOR_VERSION, MCA_BTL_OFI_RELEASE_VERSION),
+            .mca_open_component = mca_btl_ofi_component_open,
+            .mca_close_component = mca_btl_ofi_component_close,
+            .mca_register_component_params = mca_btl_ofi_component_register,
+        },
+        .btl_data = {
+            .param_field = MCA_BASE_METADATA_PARAM_CHECKPOINT,
+        },
+        .btl_init = mca_btl_ofi_component_init,
+        .btl_progress = mca_btl_ofi_component_progress,
+    },
+};
+
+static const mca_base_var_enum_value_flag_t mca_btl_ofi_mr_mode_flags[] = {
+    {.flag = FI_MR_VIRT_ADDR, .string = "virt_addr"},
+    {.flag = FI_MR_PROV_KEY, .string = "prov_key"},
+    {.flag = FI_MR_ALLOCATED, .string = "allocated"},
+    {.string = NULL},
+};
+
+static const mca_base_var_enum_value_t mca_btl_ofi_completion_values[] = {
+    {MCA_BTL_OFI_COMPLETION_AUTO, "auto"},
+    {MCA_BTL_OFI_COMPLETION_DELIVERY, "delivery"},
+    {MCA_BTL_OFI_COMPLETION_READ_PROOF, "read_proof"},
+    {0, NULL},
+};
+
+/* Range-checked integer parameters: checked once at init, refused with a message. */
+static const struct {
+    const char *name;
+    int *storage;
+    int min, max;
+} mca_btl_ofi_int_params[] = {
+    {"progress_batch", &mca_btl_ofi_component.progress_batch, 1, MCA_BTL_OFI_MAX_CQ_BATCH},
+    {"op_free_list_max", &mca_btl_ofi_component.op_free_list_max, -1, 1 << 24},
+};
+
+static int mca_btl_ofi_register_string(const char *name, const char *help, char **storage)
+{
+    *storage = NULL;
+    return mca_base_component_var_register(&mca_btl_ofi_component.super.btl_version, name, help,
+                                           MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_3,
+                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
+static int mca_btl_ofi_register_int(const char *name, const char *help, int value,
+                                    mca_base_var_enum_t *enumerator, int *storage)
+{
+    *storage = value;
+    return mca_base_component_var_register(&mca_btl_ofi_component.super.btl_version, name, help,
+                                           MCA_BASE_VAR_TYPE_INT, enumerator, 0, 0, OPAL_INFO_LVL_4,
+                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
+static int mca_btl_ofi_component_register(void)
+{
+    mca_base_var_enum_t *completion_enum = NULL;
+    int rc;
+
+    mca_btl_ofi_register_string(
+        "provider_include",
+        "Comma-separated libfabric provider names to consider, as fi_info prints them "
+        "(e.g. \"shm\" or \"tcp;ofi_rxm\"). Empty: every provider. Cannot be combined with "
+        "btl_ofi_provider_exclude",
+        &mca_btl_ofi_component.provider_include);
+    mca_btl_ofi_register_string("provider_exclude",
+                                "Comma-separated libfabric provider names never to use",
+                                &mca_btl_ofi_component.provider_exclude);
+
+    rc = mca_base_var_enum_create_flag("btl_ofi_mr_modes", mca_btl_ofi_mr_mode_flags,
+                                       &mca_btl_ofi_component.mr_mode_enum);
+    if (OPAL_SUCCESS != rc) {
+        return rc;
+    }
+    mca_btl_ofi_register_int(
+        "mr_mode",
+        "Memory-registration mode bits the BTL may accept from the provider (comma-separated "
+        "names or a number; 0 allows none of them). Without virt_addr, remote addresses are "
+        "sent as offsets from the registered base; without prov_key, the BTL chooses the keys",
+        MCA_BTL_OFI_MR_SERVED, &mca_btl_ofi_component.mr_mode_enum->super,
+        &mca_btl_ofi_component.mr_mode_allowed);
+
+    rc = mca_base_var_enum_create("btl_ofi_completion", mca_btl_ofi_completion_values,
+                                  &completion_enum);
+    if (OPAL_SUCCESS != rc) {
+        return rc;
+    }
+    mca_btl_ofi_register_int(
+        "completion",
+        "How remote completion is proven: delivery (FI_DELIVERY_COMPLETE on every operation), "
+        "read_proof (flush reads from each written peer after the writes, relying on the "
+        "provider's read-after-write ordering), auto (delivery when the provider grants it)",
+        MCA_BTL_OFI_COMPLETION_AUTO, completion_enum, &mca_btl_ofi_component.completion);
+    OBJ_RELEASE(completion_enum);
+
+    mca_btl_ofi_register_int("progress_batch",
+                             "Completion-queue entries read per progress call (1 to 256)", 32,
+                             NULL, &mca_btl_ofi_component.progress_batch);
+    mca_btl_ofi_register_int("op_free_list_max",
+                             "Most operation contexts kept at once (-1: unlimited); a full list "
+                             "makes posts return OPAL_ERR_OUT_OF_RESOURCE",
+                             -1, NULL, &mca_btl_ofi_component.op_free_list_max);
+
+    mca_btl_ofi_component.force_atomic_emulation = false;
+    (void) mca_base_component_var_register(
+        &mca_btl_ofi_component.super.btl_version, "force_atomic_emulation",
+        "Debug: serve every atomic except compare-and-swap through a compare-and-swap loop, "
+        "as for ops the provider lacks",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_btl_ofi_component.force_atomic_emulation);
+
+    (void) mca_btl_ofi_pvar_register();
+
+    /* btl_ofi_latency, _bandwidth, _put_limit, ... from the module template. */
+    return mca_btl_base_param_register(&mca_btl_ofi_component.super.btl_version,
+                                       &mca_btl_ofi_module_template.super);
+}
+
+static int mca_btl_ofi_component_open(void)
+{
+#ifdef MCA_BTL_OFI_HELP_DIR
+    /* Built outside Open MPI: our help file is not in Open MPI's data directory. */
+    (void) opal_show_help_add_dir(MCA_BTL_OFI_HELP_DIR);
+#endif
+    mca_btl_ofi_component.module = NULL;
+    return OPAL_SUCCESS;
+}
+
+static int mca_btl_ofi_component_close(void)
+{
+    if (NULL != mca_btl_ofi_component.mr_mode_enum) {
+        OBJ_RELEASE(mca_btl_ofi_component.mr_mode_enum);
+        mca_btl_ofi_component.mr_mode_enum = NULL;
+    }
+    return OPAL_SUCCESS;
+}
+
+static bool mca_btl_ofi_params_valid(void)
+{
+    for (size_t i = 0; i < sizeof(mca_btl_ofi_int_params) / sizeof(mca_btl_ofi_int_params[0]);
+         ++i) {
+        int value = *mca_btl_ofi_int_params[i].storage;
+        if (value < mca_btl_ofi_int_params[i].min || value > mca_btl_ofi_int_params[i].max) {
+            opal_show_help("help-mpi-btl-ofi.txt", "param-out-of-range", true,
+                           opal_process_info.nodename, mca_btl_ofi_int_params[i].name, value,
+                           mca_btl_ofi_int_params[i].min, mca_btl_ofi_int_params[i].max);
+            return false;
+        }
+    }
+    return true;
+}
+
+static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btls,
+                                                          bool enable_progress_threads,
+                                                          bool enable_mpi_threads)
+{
+    mca_btl_ofi_module_t *module;
+    mca_btl_base_module_t **modules;
+    struct fi_info *info;
+
+    (void) enable_progress_threads;
+    *num_btls = 0;
+
+    if (!mca_btl_ofi_params_valid()) {
+        return NULL;
+    }
+
+    info = mca_btl_ofi_discover(enable_mpi_threads);
+    if (NULL == info) {
+        return NULL;
+    }
+
+    modules = malloc(sizeof(*modules));
+    module = malloc(sizeof(*module));
+    if (NULL == modules || NULL == module) {
+        free(modules);
+        free(module);
+        fi_freeinfo(info);
+        return NULL;
+    }
+    memcpy(module, &mca_btl_ofi_module_template, sizeof(*module));
+    mca_btl_ofi_module_limit_flags(module);
+
+    if (OPAL_SUCCESS != mca_btl_ofi_device_open(module, info) ||
+        OPAL_SUCCESS != mca_btl_ofi_atomics_probe(module) ||
+        OPAL_SUCCESS != mca_btl_ofi_modex_send(module)) {
+        /* finalize undoes whatever part of the setup happened, and frees the module */
+        mca_btl_ofi_finalize(&module->super);
+        free(modules);
+        return NULL;
+    }
+
+    mca_btl_ofi_component.module = module;
+    modules[0] = &module->super;
+    *num_btls = 1;
+    return modules;
+}
+
+static int mca_btl_ofi_component_progress(void)
+{
+    mca_btl_ofi_module_t *module = mca_btl_ofi_component.module;
+
+    if (NULL == module || !module->initialized) {
+        return 0;
+    }
+    return mca_btl_ofi_progress_module(module);
+}

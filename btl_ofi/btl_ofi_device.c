@@ -1,0 +1,176 @@
+/*
+ * btl-ofi device: fabric -> domain -> address vector -> completion queue ->
+ * endpoint, opened in that order and closed in the reverse one.
+ */
+
+#include "btl_ofi.h"
+
+#include <string.h>
+
+#include "opal/util/show_help.h"
+
+static int mca_btl_ofi_device_error(const mca_btl_ofi_module_t *module, const char *call, int rc)
+{
+    opal_show_help("help-mpi-btl-ofi.txt", "device-failed", true, opal_process_info.nodename,
+                   module->info->fabric_attr->prov_name, call, fi_strerror(-rc), rc);
+    return OPAL_ERROR;
+}
+
+/* A provider that cannot claim FI_REMOTE_COMM is treated as reaching this node only. */
+static bool mca_btl_ofi_local_only(const struct fi_info *info)
+{
+    struct fi_info *hints = fi_dupinfo(info), *found = NULL;
+    bool local_only = true;
+
+    if (NULL == hints) {
+        return true;
+    }
+    hints->caps |= FI_REMOTE_COMM;
+    free(hints->src_addr);
+    hints->src_addr = NULL;
+    hints->src_addrlen = 0;
+    if (0 == fi_getinfo(MCA_BTL_OFI_FI_VERSION, NULL, NULL, 0, hints, &found)) {
+        local_only = false;
+        fi_freeinfo(found);
+    }
+    fi_freeinfo(hints);
+    return local_only;
+}
+
+static void mca_btl_ofi_negotiated(mca_btl_ofi_module_t *module)
+{
+    const struct fi_info *info = module->info;
+    size_t key_size = info->domain_attr->mr_key_size;
+
+    module->virt_addr = !!(info->domain_attr->mr_mode & FI_MR_VIRT_ADDR);
+    module->prov_key = !!(info->domain_attr->mr_mode & FI_MR_PROV_KEY);
+    module->delivery_complete = !!(info->tx_attr->op_flags & FI_DELIVERY_COMPLETE);
+    module->local_only = mca_btl_ofi_local_only(info);
+    /* BTL-chosen keys must fit the provider's key size; key 0 is never handed out. */
+    module->key_mask = (0 == key_size || key_size >= 8) ? UINT64_MAX
+                                                       : ((UINT64_C(1) << (8 * key_size)) - 1);
+    atomic_store(&module->next_key, 1);
+
+    /* What the provider can move in one operation bounds what we advertise. */
+    if (module->super.btl_put_limit > info->ep_attr->max_msg_size) {
+        module->super.btl_put_limit = info->ep_attr->max_msg_size;
+    }
+    if (module->super.btl_get_limit > info->ep_attr->max_msg_size) {
+        module->super.btl_get_limit = info->ep_attr->max_msg_size;
+    }
+}
+
+static int mca_btl_ofi_open_fids(mca_btl_ofi_module_t *module)
+{
+    struct fi_av_attr av_attr = {
+        .type = (FI_AV_UNSPEC == module->info->domain_attr->av_type)
+                    ? FI_AV_TABLE
+                    : module->info->domain_attr->av_type,
+    };
+    struct fi_cq_attr cq_attr = {
+        .format = FI_CQ_FORMAT_CONTEXT,
+        .wait_obj = FI_WAIT_NONE,
+    };
+    int rc;
+
+    if (0 != (rc = fi_fabric(module->info->fabric_attr, &module->fabric, NULL))) {
+        return mca_btl_ofi_device_error(module, "fi_fabric", rc);
+    }
+    if (0 != (rc = fi_domain(module->fabric, module->info, &module->domain, NULL))) {
+        return mca_btl_ofi_device_error(module, "fi_domain", rc);
+    }
+    if (0 != (rc = fi_av_open(module->domain, &av_attr, &module->av, NULL))) {
+        return mca_btl_ofi_device_error(module, "fi_av_open", rc);
+    }
+    if (0 != (rc = fi_cq_open(module->domain, &cq_attr, &module->cq, NULL))) {
+        return mca_btl_ofi_device_error(module, "fi_cq_open", rc);
+    }
+    if (0 != (rc = fi_endpoint(module->domain, module->info, &module->ep, NULL))) {
+        return mca_btl_ofi_device_error(module, "fi_endpoint", rc);
+    }
+    if (0 != (rc = fi_ep_bind(module->ep, &module->av->fid, 0))) {
+        return mca_btl_ofi_device_error(module, "fi_ep_bind(av)", rc);
+    }
+    if (0 != (rc = fi_ep_bind(module->ep, &module->cq->fid, FI_TRANSMIT | FI_RECV))) {
+        return mca_btl_ofi_device_error(module, "fi_ep_bind(cq)", rc);
+    }
+    if (0 != (rc = fi_enable(module->ep))) {
+        return mca_btl_ofi_device_error(module, "fi_enable", rc);
+    }
+    return OPAL_SUCCESS;
+}
+
+static int mca_btl_ofi_lists_init(mca_btl_ofi_module_t *module)
+{
+    OBJ_CONSTRUCT(&module->ops, opal_free_list_t);
+    OBJ_CONSTRUCT(&module->endpoint_lock, opal_mutex_t);
+    OBJ_CONSTRUCT(&module->endpoints, opal_hash_table_t);
+    OBJ_CONSTRUCT(&module->reg_lock, opal_mutex_t);
+    OBJ_CONSTRUCT(&module->live_regs, opal_list_t);
+    OBJ_CONSTRUCT(&module->deferred_lock, opal_mutex_t);
+    OBJ_CONSTRUCT(&module->deferred, opal_list_t);
+    atomic_store(&module->outstanding, 0);
+
+    if (OPAL_SUCCESS != opal_hash_table_init(&module->endpoints, 64)) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    return opal_free_list_init(&module->ops, sizeof(mca_btl_ofi_op_t), opal_cache_line_size,
+                               OBJ_CLASS(mca_btl_ofi_op_t), 0, 0, 64,
+                               mca_btl_ofi_component.op_free_list_max, 64, NULL, 0, NULL, NULL,
+                               NULL);
+}
+
+int mca_btl_ofi_device_open(mca_btl_ofi_module_t *module, struct fi_info *info)
+{
+    int rc;
+
+    module->info = info;
+    module->fabric = NULL;
+    module->domain = NULL;
+    module->av = NULL;
+    module->cq = NULL;
+    module->ep = NULL;
+    module->proof_reg = NULL;
+
+    rc = mca_btl_ofi_lists_init(module);
+    if (OPAL_SUCCESS == rc) {
+        rc = mca_btl_ofi_open_fids(module);
+    }
+    if (OPAL_SUCCESS != rc) {
+        return rc;
+    }
+    mca_btl_ofi_negotiated(module);
+    module->initialized = true;
+
+    /* The word that proof reads target; every peer may read it. */
+    module->proof_word = 0;
+    module->proof_reg = mca_btl_ofi_reg_create(module, &module->proof_word,
+                                               sizeof(module->proof_word));
+    return (NULL == module->proof_reg) ? OPAL_ERROR : OPAL_SUCCESS;
+}
+
+static void mca_btl_ofi_close_fid(struct fid **fid, const char *what)
+{
+    int rc;
+
+    if (NULL == *fid) {
+        return;
+    }
+    rc = fi_close(*fid);
+    if (0 != rc) {
+        opal_output_verbose(1, mca_btl_ofi_output, "btl:ofi: closing the %s failed: %s", what,
+                            fi_strerror(-rc));
+    }
+    *fid = NULL;
+}
+
+void mca_btl_ofi_device_close(mca_btl_ofi_module_t *module)
+{
+    mca_btl_ofi_close_fid((struct fid **) &module->ep, "endpoint");
+    mca_btl_ofi_close_fid((struct fid **) &module->cq, "completion queue");
+    mca_btl_ofi_close_fid((struct fid **) &module->av, "address vector");
+    mca_btl_ofi_close_fid((struct fid **) &module->domain, "domain");
+    mca_btl_ofi_close_fid((struct fid **) &module->fabric, "fabric");
+    fi_freeinfo(module->info);
+    module->info = NULL;
+}

@@ -1,0 +1,306 @@
+/*
+ * btl-ofi discovery: which libfabric provider to use, and on what terms.
+ *
+ * Builds the fi_getinfo hints (RDM, RMA + atomics, the MR mode bits the MCA
+ * parameter allows, the completion semantics), applies the include/exclude
+ * lists and explains, through show_help, why nothing qualified.
+ */
+
+#include "btl_ofi.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "opal/util/argv.h"
+#include "opal/util/show_help.h"
+
+/* Every MR mode bit libfabric 1.x defines: asked for only to explain refusals. */
+#define MCA_BTL_OFI_MR_ALL                                                                     \
+    (FI_MR_LOCAL | FI_MR_RAW | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY |            \
+     FI_MR_MMU_NOTIFY | FI_MR_RMA_EVENT | FI_MR_ENDPOINT | FI_MR_HMEM)
+
+static const struct {
+    uint64_t bit;
+    const char *name;
+} mca_btl_ofi_mr_bit_names[] = {
+    {FI_MR_LOCAL, "local"},         {FI_MR_RAW, "raw"},
+    {FI_MR_VIRT_ADDR, "virt_addr"}, {FI_MR_ALLOCATED, "allocated"},
+    {FI_MR_PROV_KEY, "prov_key"},   {FI_MR_MMU_NOTIFY, "mmu_notify"},
+    {FI_MR_RMA_EVENT, "rma_event"}, {FI_MR_ENDPOINT, "endpoint"},
+    {FI_MR_HMEM, "hmem"},
+};
+
+const char *mca_btl_ofi_mr_mode_str(uint64_t mr_mode, char *buf, size_t len)
+{
+    size_t used = 0;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof(mca_btl_ofi_mr_bit_names) / sizeof(mca_btl_ofi_mr_bit_names[0]);
+         ++i) {
+        if (mr_mode & mca_btl_ofi_mr_bit_names[i].bit && used < len) {
+            used += snprintf(buf + used, len - used, "%s%s", used ? "|" : "",
+                             mca_btl_ofi_mr_bit_names[i].name);
+        }
+    }
+    if (0 == used) {
+        snprintf(buf, len, "none");
+    }
+    return buf;
+}
+
+/* A provider name as fi_info prints it: letters, digits, '_', '-', ';'. */
+static bool mca_btl_ofi_name_ok(const char *name)
+{
+    if ('\0' == *name) {
+        return false;
+    }
+    for (const char *c = name; *c; ++c) {
+        if (!isalnum((unsigned char) *c) && '_' != *c && '-' != *c && ';' != *c) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/**
+ * Split a comma-separated provider list, refusing empty or malformed items.
+ * NULL or "" gives an empty list. On a malformed list shows help, returns false.
+ */
+static bool mca_btl_ofi_parse_list(const char *param, const char *value, char ***out)
+{
+    char **items = NULL;
+    const char *start = value;
+
+    *out = NULL;
+    if (NULL == value || '\0' == *value) {
+        return true;
+    }
+    for (;;) {
+        const char *comma = strchr(start, ',');
+        size_t len = comma ? (size_t)(comma - start) : strlen(start);
+        char *item = strndup(start, len);
+
+        if (NULL == item || !mca_btl_ofi_name_ok(item)) {
+            opal_show_help("help-mpi-btl-ofi.txt", "malformed-list", true,
+                           opal_process_info.nodename, param, value, item ? item : "");
+            free(item);
+            opal_argv_free(items);
+            return false;
+        }
+        opal_argv_append_nosize(&items, item);
+        free(item);
+        if (NULL == comma) {
+            break;
+        }
+        start = comma + 1;
+    }
+    *out = items;
+    return true;
+}
+
+static bool mca_btl_ofi_in_list(char **list, const char *name)
+{
+    for (int i = 0; list && list[i]; ++i) {
+        if (0 == strcmp(list[i], name)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+typedef struct mca_btl_ofi_filter_t {
+    char **include;
+    char **exclude;
+} mca_btl_ofi_filter_t;
+
+static bool mca_btl_ofi_wanted(const mca_btl_ofi_filter_t *filter, const struct fi_info *info)
+{
+    const char *name = info->fabric_attr->prov_name;
+
+    if (filter->include) {
+        return mca_btl_ofi_in_list(filter->include, name);
+    }
+    return !mca_btl_ofi_in_list(filter->exclude, name);
+}
+
+static struct fi_info *mca_btl_ofi_getinfo(uint64_t mr_mode, uint64_t op_flags, uint64_t msg_order,
+                                           bool enable_mpi_threads)
+{
+    struct fi_info *hints = fi_allocinfo(), *list = NULL;
+
+    if (NULL == hints) {
+        return NULL;
+    }
+    hints->caps = FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+    /* Our operation contexts begin with room for the provider (fi_context2). */
+    hints->mode = FI_CONTEXT | FI_CONTEXT2;
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->domain_attr->mr_mode = (int) mr_mode;
+    hints->domain_attr->threading = enable_mpi_threads ? FI_THREAD_SAFE : FI_THREAD_DOMAIN;
+    /* The BTL polls its own CQ from opal_progress: no provider thread needed. */
+    hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+    hints->domain_attr->control_progress = FI_PROGRESS_UNSPEC;
+    hints->tx_attr->op_flags = op_flags;
+    hints->tx_attr->msg_order = msg_order;
+
+    if (0 != fi_getinfo(MCA_BTL_OFI_FI_VERSION, NULL, NULL, 0, hints, &list)) {
+        list = NULL;
+    }
+    fi_freeinfo(hints);
+    return list;
+}
+
+/* Names of the RDM RMA+atomic providers present, e.g. "shm, sockets" (caller frees). */
+static char *mca_btl_ofi_provider_names(const struct fi_info *all)
+{
+    char **names = NULL, *joined;
+
+    for (const struct fi_info *cur = all; cur; cur = cur->next) {
+        if (!mca_btl_ofi_in_list(names, cur->fabric_attr->prov_name)) {
+            opal_argv_append_nosize(&names, cur->fabric_attr->prov_name);
+        }
+    }
+    joined = names ? opal_argv_join(names, ',') : strdup("(none)");
+    opal_argv_free(names);
+    return joined;
+}
+
+static bool mca_btl_ofi_check_include(const mca_btl_ofi_filter_t *filter,
+                                      const struct fi_info *all)
+{
+    for (int i = 0; filter->include && filter->include[i]; ++i) {
+        bool found = false;
+        for (const struct fi_info *cur = all; cur && !found; cur = cur->next) {
+            found = 0 == strcmp(cur->fabric_attr->prov_name, filter->include[i]);
+        }
+        if (!found) {
+            char *names = mca_btl_ofi_provider_names(all);
+            opal_show_help("help-mpi-btl-ofi.txt", "provider-not-found", true,
+                           opal_process_info.nodename, filter->include[i], names);
+            free(names);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Nothing qualified: say why, naming the provider and what it asked for. */
+static void mca_btl_ofi_explain(const mca_btl_ofi_filter_t *filter, const struct fi_info *all,
+                                uint64_t op_flags)
+{
+    char asked[128], allowed[128], served[128];
+    const char *fi_provider = getenv("FI_PROVIDER");
+
+    for (const struct fi_info *cur = all; cur; cur = cur->next) {
+        uint64_t mode = (uint64_t) cur->domain_attr->mr_mode;
+        if (!mca_btl_ofi_wanted(filter, cur)) {
+            continue;
+        }
+        if (mode & ~(uint64_t) mca_btl_ofi_component.mr_mode_allowed) {
+            opal_show_help("help-mpi-btl-ofi.txt", "mr-mode-declined", true,
+                           opal_process_info.nodename, cur->fabric_attr->prov_name,
+                           mca_btl_ofi_mr_mode_str(mode, asked, sizeof(asked)),
+                           mca_btl_ofi_mr_mode_str(mca_btl_ofi_component.mr_mode_allowed, allowed,
+                                                   sizeof(allowed)),
+                           mca_btl_ofi_mr_mode_str(MCA_BTL_OFI_MR_SERVED, served,
+                                                   sizeof(served)));
+            return;
+        }
+    }
+    opal_show_help("help-mpi-btl-ofi.txt", "no-provider", true, opal_process_info.nodename,
+                   mca_btl_ofi_component.provider_include ? mca_btl_ofi_component.provider_include
+                                                          : "(all)",
+                   mca_btl_ofi_component.provider_exclude ? mca_btl_ofi_component.provider_exclude
+                                                          : "(none)",
+                   (op_flags & FI_DELIVERY_COMPLETE) ? "delivery" : "read_proof",
+                   fi_provider ? fi_provider : "(not set)");
+}
+
+static const struct fi_info *mca_btl_ofi_first_wanted(const mca_btl_ofi_filter_t *filter,
+                                                      const struct fi_info *list)
+{
+    for (const struct fi_info *cur = list; cur; cur = cur->next) {
+        if (mca_btl_ofi_wanted(filter, cur)) {
+            return cur;
+        }
+    }
+    return NULL;
+}
+
+/* Ordering that makes a read a proof that earlier writes and atomics landed. */
+#define MCA_BTL_OFI_PROOF_ORDER (FI_ORDER_RMA_RAW | FI_ORDER_ATOMIC_RAW)
+
+static struct fi_info *mca_btl_ofi_select(const mca_btl_ofi_filter_t *filter,
+                                          bool enable_mpi_threads, uint64_t *op_flags)
+{
+    uint64_t allowed = (uint64_t) mca_btl_ofi_component.mr_mode_allowed & MCA_BTL_OFI_MR_SERVED;
+    int completion = mca_btl_ofi_component.completion;
+    struct fi_info *list = NULL, *chosen = NULL;
+    const struct fi_info *match = NULL;
+
+    if (MCA_BTL_OFI_COMPLETION_READ_PROOF != completion) {
+        *op_flags = FI_DELIVERY_COMPLETE;
+        list = mca_btl_ofi_getinfo(allowed, *op_flags, 0, enable_mpi_threads);
+        match = mca_btl_ofi_first_wanted(filter, list);
+    }
+    if (NULL == match && MCA_BTL_OFI_COMPLETION_DELIVERY != completion) {
+        fi_freeinfo(list);
+        *op_flags = 0;
+        list = mca_btl_ofi_getinfo(allowed, 0, MCA_BTL_OFI_PROOF_ORDER, enable_mpi_threads);
+        match = mca_btl_ofi_first_wanted(filter, list);
+    }
+    if (NULL != match) {
+        chosen = fi_dupinfo(match);
+    }
+    fi_freeinfo(list);
+    return chosen;
+}
+
+struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads)
+{
+    mca_btl_ofi_filter_t filter = {NULL, NULL};
+    struct fi_info *all = NULL, *chosen = NULL;
+    uint64_t op_flags = 0;
+    char mode[128];
+
+    if (mca_btl_ofi_component.provider_include && *mca_btl_ofi_component.provider_include &&
+        mca_btl_ofi_component.provider_exclude && *mca_btl_ofi_component.provider_exclude) {
+        opal_show_help("help-mpi-btl-ofi.txt", "include-exclude", true,
+                       opal_process_info.nodename, mca_btl_ofi_component.provider_include,
+                       mca_btl_ofi_component.provider_exclude);
+        return NULL;
+    }
+    if (!mca_btl_ofi_parse_list("btl_ofi_provider_include", mca_btl_ofi_component.provider_include,
+                                &filter.include) ||
+        !mca_btl_ofi_parse_list("btl_ofi_provider_exclude", mca_btl_ofi_component.provider_exclude,
+                                &filter.exclude)) {
+        goto out;
+    }
+
+    /* Every RDM provider with RMA and atomics, whatever its MR needs: for messages. */
+    all = mca_btl_ofi_getinfo(MCA_BTL_OFI_MR_ALL, 0, 0, enable_mpi_threads);
+    if (!mca_btl_ofi_check_include(&filter, all)) {
+        goto out;
+    }
+
+    chosen = mca_btl_ofi_select(&filter, enable_mpi_threads, &op_flags);
+    if (NULL == chosen) {
+        mca_btl_ofi_explain(&filter, all, op_flags);
+        goto out;
+    }
+
+    opal_output_verbose(10, mca_btl_ofi_output,
+                        "btl:ofi: selected provider %s (fabric %s, domain %s), mr_mode %s, "
+                        "completion %s",
+                        chosen->fabric_attr->prov_name, chosen->fabric_attr->name,
+                        chosen->domain_attr->name,
+                        mca_btl_ofi_mr_mode_str(chosen->domain_attr->mr_mode, mode, sizeof(mode)),
+                        (chosen->tx_attr->op_flags & FI_DELIVERY_COMPLETE) ? "delivery"
+                                                                           : "read_proof");
+out:
+    fi_freeinfo(all);
+    opal_argv_free(filter.include);
+    opal_argv_free(filter.exclude);
+    return chosen;
+}

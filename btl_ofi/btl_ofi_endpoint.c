@@ -1,0 +1,177 @@
+/*
+ * btl-ofi endpoints: the modex (our address and proof word, published once)
+ * and add_procs/del_procs (address-vector insertion, one endpoint per peer).
+ */
+
+#include "btl_ofi.h"
+
+#include <string.h>
+
+#include "opal/class/opal_bitmap.h"
+#include "opal/mca/hwloc/hwloc-internal.h"
+#include "opal/mca/pmix/pmix.h"
+#include "opal/util/show_help.h"
+
+#define MCA_BTL_OFI_PROV_NAME_MAX 64
+
+/** What each process publishes. The libfabric address follows the header. */
+typedef struct mca_btl_ofi_modex_t {
+    char provider[MCA_BTL_OFI_PROV_NAME_MAX];
+    mca_btl_base_registration_handle_t proof_handle;
+    uint32_t addrlen;
+    uint8_t addr[];
+} mca_btl_ofi_modex_t;
+
+static void mca_btl_ofi_endpoint_construct(mca_btl_base_endpoint_t *endpoint)
+{
+    endpoint->proc = NULL;
+    endpoint->peer_addr = FI_ADDR_NOTAVAIL;
+    atomic_store(&endpoint->unproven, false);
+}
+
+OBJ_CLASS_INSTANCE(mca_btl_base_endpoint_t, opal_object_t, mca_btl_ofi_endpoint_construct, NULL);
+
+int mca_btl_ofi_modex_send(mca_btl_ofi_module_t *module)
+{
+    size_t addrlen = 0;
+    mca_btl_ofi_modex_t *msg;
+    int rc;
+
+    rc = fi_getname(&module->ep->fid, NULL, &addrlen);
+    if (-FI_ETOOSMALL != rc && 0 != rc) {
+        opal_show_help("help-mpi-btl-ofi.txt", "device-failed", true, opal_process_info.nodename,
+                       module->info->fabric_attr->prov_name, "fi_getname", fi_strerror(-rc), rc);
+        return OPAL_ERROR;
+    }
+    msg = calloc(1, sizeof(*msg) + addrlen);
+    if (NULL == msg) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    rc = fi_getname(&module->ep->fid, msg->addr, &addrlen);
+    if (0 != rc) {
+        opal_show_help("help-mpi-btl-ofi.txt", "device-failed", true, opal_process_info.nodename,
+                       module->info->fabric_attr->prov_name, "fi_getname", fi_strerror(-rc), rc);
+        free(msg);
+        return OPAL_ERROR;
+    }
+    strncpy(msg->provider, module->info->fabric_attr->prov_name, sizeof(msg->provider) - 1);
+    msg->proof_handle = module->proof_reg->handle;
+    msg->addrlen = (uint32_t) addrlen;
+
+    OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &mca_btl_ofi_component.super.btl_version, msg,
+                    sizeof(*msg) + addrlen);
+    free(msg);
+    return rc;
+}
+
+static uint64_t mca_btl_ofi_proc_key(const struct opal_proc_t *proc)
+{
+    uint64_t key = 0;
+
+    memcpy(&key, &proc->proc_name, sizeof(proc->proc_name) < sizeof(key) ? sizeof(proc->proc_name)
+                                                                          : sizeof(key));
+    return key;
+}
+
+/* Build the endpoint for one peer from its modex data; NULL when it is unreachable. */
+static mca_btl_base_endpoint_t *mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t *module,
+                                                            struct opal_proc_t *proc)
+{
+    mca_btl_ofi_modex_t *msg = NULL;
+    mca_btl_base_endpoint_t *endpoint;
+    size_t size = 0;
+    fi_addr_t addr;
+    int rc;
+
+    OPAL_MODEX_RECV(rc, &mca_btl_ofi_component.super.btl_version, &proc->proc_name,
+                    (void **) &msg, &size);
+    if (OPAL_SUCCESS != rc || NULL == msg || size < sizeof(*msg) ||
+        size != sizeof(*msg) + msg->addrlen) {
+        opal_output_verbose(10, mca_btl_ofi_output, "btl:ofi: no usable modex data from %s",
+                            OPAL_NAME_PRINT(proc->proc_name));
+        free(msg);
+        return NULL;
+    }
+    if (0 != strncmp(msg->provider, module->info->fabric_attr->prov_name, sizeof(msg->provider))) {
+        opal_output_verbose(1, mca_btl_ofi_output,
+                            "btl:ofi: peer %s uses provider %.64s, this process %s: unreachable",
+                            OPAL_NAME_PRINT(proc->proc_name), msg->provider,
+                            module->info->fabric_attr->prov_name);
+        free(msg);
+        return NULL;
+    }
+    rc = fi_av_insert(module->av, msg->addr, 1, &addr, 0, NULL);
+    if (1 != rc) {
+        opal_output_verbose(1, mca_btl_ofi_output, "btl:ofi: fi_av_insert for %s failed: %s",
+                            OPAL_NAME_PRINT(proc->proc_name), fi_strerror(rc < 0 ? -rc : FI_EINVAL));
+        free(msg);
+        return NULL;
+    }
+    endpoint = OBJ_NEW(mca_btl_base_endpoint_t);
+    if (NULL != endpoint) {
+        endpoint->proc = proc;
+        endpoint->peer_addr = addr;
+        endpoint->proof_handle = msg->proof_handle;
+    }
+    free(msg);
+    return endpoint;
+}
+
+static mca_btl_base_endpoint_t *mca_btl_ofi_endpoint_get(mca_btl_ofi_module_t *module,
+                                                         struct opal_proc_t *proc)
+{
+    uint64_t key = mca_btl_ofi_proc_key(proc);
+    mca_btl_base_endpoint_t *endpoint = NULL;
+
+    OPAL_THREAD_LOCK(&module->endpoint_lock);
+    if (OPAL_SUCCESS != opal_hash_table_get_value_uint64(&module->endpoints, key,
+                                                         (void **) &endpoint)) {
+        endpoint = mca_btl_ofi_endpoint_create(module, proc);
+        if (NULL != endpoint) {
+            opal_hash_table_set_value_uint64(&module->endpoints, key, endpoint);
+        }
+    }
+    OPAL_THREAD_UNLOCK(&module->endpoint_lock);
+    return endpoint;
+}
+
+int mca_btl_ofi_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
+                          struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers,
+                          struct opal_bitmap_t *reachable)
+{
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
+
+    for (size_t i = 0; i < nprocs; ++i) {
+        peers[i] = NULL;
+        if (module->local_only && !OPAL_PROC_ON_LOCAL_NODE(procs[i]->proc_flags)) {
+            continue;
+        }
+        peers[i] = mca_btl_ofi_endpoint_get(module, procs[i]);
+        if (NULL != peers[i] && NULL != reachable) {
+            (void) opal_bitmap_set_bit(reachable, (int) i);
+        }
+    }
+    return OPAL_SUCCESS;
+}
+
+int mca_btl_ofi_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
+                          struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers)
+{
+    /* Endpoints stay valid until finalize: osc/rdma may still hold them. */
+    (void) btl;
+    (void) nprocs;
+    (void) procs;
+    (void) peers;
+    return OPAL_SUCCESS;
+}
+
+void mca_btl_ofi_endpoints_release(mca_btl_ofi_module_t *module)
+{
+    mca_btl_base_endpoint_t *endpoint;
+    uint64_t key;
+
+    OPAL_HASH_TABLE_FOREACH(key, uint64, endpoint, &module->endpoints) {
+        OBJ_RELEASE(endpoint);
+    }
+    opal_hash_table_remove_all(&module->endpoints);
+}

@@ -1,0 +1,149 @@
+/*
+ * btl-ofi memory registration.
+ *
+ * With FI_MR_PROV_KEY the provider picks the key; without it this BTL hands
+ * out keys from a counter that fits the provider's mr_key_size, skipping any
+ * the provider reports as taken (-FI_ENOKEY). The handle carries the
+ * registered base so that peers can send offsets when FI_MR_VIRT_ADDR is off.
+ */
+
+#include "btl_ofi.h"
+
+#include <string.h>
+
+static void mca_btl_ofi_reg_construct(mca_btl_ofi_reg_t *reg)
+{
+    reg->mr = NULL;
+    reg->desc = NULL;
+    memset(&reg->handle, 0, sizeof(reg->handle));
+}
+
+OBJ_CLASS_INSTANCE(mca_btl_ofi_reg_t, opal_list_item_t, mca_btl_ofi_reg_construct, NULL);
+
+/* Enough attempts to step over keys that other registrations of this domain hold. */
+#define MCA_BTL_OFI_KEY_ATTEMPTS 64
+
+static uint64_t mca_btl_ofi_next_key(mca_btl_ofi_module_t *module)
+{
+    uint64_t key;
+
+    do {
+        key = atomic_fetch_add(&module->next_key, 1) & module->key_mask;
+    } while (0 == key);
+    return key;
+}
+
+static int mca_btl_ofi_mr_reg(mca_btl_ofi_module_t *module, void *base, size_t size,
+                              mca_btl_ofi_reg_t *reg)
+{
+    const uint64_t access = FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+    int rc = -FI_ENOKEY;
+
+    for (int attempt = 0; attempt < MCA_BTL_OFI_KEY_ATTEMPTS && -FI_ENOKEY == rc; ++attempt) {
+        uint64_t requested = module->prov_key ? 0 : mca_btl_ofi_next_key(module);
+        rc = fi_mr_reg(module->domain, base, size, access, 0, requested, 0, &reg->mr, NULL);
+    }
+    if (0 != rc) {
+        opal_output_verbose(1, mca_btl_ofi_output,
+                            "btl:ofi: fi_mr_reg of %zu bytes at %p failed: %s", size, base,
+                            fi_strerror(-rc));
+        reg->mr = NULL;
+        return OPAL_ERROR;
+    }
+    reg->desc = fi_mr_desc(reg->mr);
+    reg->handle.key = fi_mr_key(reg->mr);
+    return OPAL_SUCCESS;
+}
+
+mca_btl_ofi_reg_t *mca_btl_ofi_reg_create(mca_btl_ofi_module_t *module, void *base, size_t size)
+{
+    mca_btl_ofi_reg_t *reg = OBJ_NEW(mca_btl_ofi_reg_t);
+
+    if (NULL == reg) {
+        return NULL;
+    }
+    reg->handle.base = (uint64_t)(uintptr_t) base;
+    reg->handle.len = size;
+    /* A zero-length region needs no provider registration: no access can be in range. */
+    if (0 != size && OPAL_SUCCESS != mca_btl_ofi_mr_reg(module, base, size, reg)) {
+        OBJ_RELEASE(reg);
+        return NULL;
+    }
+    return reg;
+}
+
+void mca_btl_ofi_reg_destroy(mca_btl_ofi_reg_t *reg)
+{
+    if (NULL != reg->mr) {
+        int rc = fi_close(&reg->mr->fid);
+        if (0 != rc) {
+            opal_output_verbose(1, mca_btl_ofi_output, "btl:ofi: closing a registration failed: %s",
+                                fi_strerror(-rc));
+        }
+    }
+    OBJ_RELEASE(reg);
+}
+
+struct mca_btl_base_registration_handle_t *
+mca_btl_ofi_register_mem(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
+                         void *base, size_t size, uint32_t flags)
+{
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
+    mca_btl_ofi_reg_t *reg;
+
+    (void) endpoint;
+    (void) flags;
+
+    reg = mca_btl_ofi_reg_create(module, base, size);
+    if (NULL == reg) {
+        return NULL;
+    }
+    OPAL_THREAD_LOCK(&module->reg_lock);
+    opal_list_append(&module->live_regs, &reg->super);
+    OPAL_THREAD_UNLOCK(&module->reg_lock);
+
+    mca_btl_ofi_count(MCA_BTL_OFI_CNT_REGISTRATIONS, 1);
+    mca_btl_ofi_count(MCA_BTL_OFI_CNT_REGISTRATIONS_LIVE, 1);
+    return &reg->handle;
+}
+
+static void mca_btl_ofi_reg_release(mca_btl_ofi_reg_t *reg)
+{
+    mca_btl_ofi_reg_destroy(reg);
+    mca_btl_ofi_uncount(MCA_BTL_OFI_CNT_REGISTRATIONS_LIVE, 1);
+}
+
+int mca_btl_ofi_deregister_mem(struct mca_btl_base_module_t *btl,
+                               struct mca_btl_base_registration_handle_t *handle)
+{
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
+    mca_btl_ofi_reg_t *reg;
+
+    if (NULL == handle) {
+        return OPAL_ERR_BAD_PARAM;
+    }
+    reg = container_of(handle, mca_btl_ofi_reg_t, handle);
+
+    OPAL_THREAD_LOCK(&module->reg_lock);
+    opal_list_remove_item(&module->live_regs, &reg->super);
+    OPAL_THREAD_UNLOCK(&module->reg_lock);
+
+    mca_btl_ofi_reg_release(reg);
+    return OPAL_SUCCESS;
+}
+
+void mca_btl_ofi_regs_release(mca_btl_ofi_module_t *module)
+{
+    opal_list_item_t *item;
+    size_t leftover = 0;
+
+    while (NULL != (item = opal_list_remove_first(&module->live_regs))) {
+        ++leftover;
+        mca_btl_ofi_reg_release((mca_btl_ofi_reg_t *) item);
+    }
+    if (0 != leftover) {
+        opal_output_verbose(10, mca_btl_ofi_output,
+                            "btl:ofi: released %zu registrations the upper layer left behind",
+                            leftover);
+    }
+}

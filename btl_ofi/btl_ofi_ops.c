@@ -1,0 +1,148 @@
+/*
+ * btl-ofi operations and progress: operation contexts, the outstanding
+ * count, the posting contract and the one progress function that reads the
+ * completion queue in batches and runs the callbacks.
+ */
+
+#include "btl_ofi.h"
+
+#include <string.h>
+
+#include "opal/util/show_help.h"
+
+OBJ_CLASS_INSTANCE(mca_btl_ofi_op_t, opal_free_list_item_t, NULL, NULL);
+
+mca_btl_ofi_op_t *mca_btl_ofi_op_alloc(mca_btl_ofi_module_t *module, mca_btl_ofi_op_kind_t kind,
+                                       struct mca_btl_base_endpoint_t *endpoint,
+                                       void *local_address,
+                                       struct mca_btl_base_registration_handle_t *local_handle,
+                                       mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                                       void *cbdata)
+{
+    mca_btl_ofi_op_t *op = (mca_btl_ofi_op_t *) opal_free_list_get(&module->ops);
+
+    if (OPAL_UNLIKELY(NULL == op)) {
+        return NULL;
+    }
+    op->kind = kind;
+    op->endpoint = endpoint;
+    op->local_address = local_address;
+    op->local_handle = local_handle;
+    op->cbfunc = cbfunc;
+    op->cbcontext = cbcontext;
+    op->cbdata = cbdata;
+    op->fetched = 0;
+    atomic_fetch_add(&module->outstanding, 1);
+    return op;
+}
+
+void mca_btl_ofi_op_release(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op)
+{
+    opal_free_list_return(&module->ops, &op->super);
+    atomic_fetch_sub(&module->outstanding, 1);
+}
+
+int mca_btl_ofi_post_result(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op, ssize_t rc,
+                            const char *what)
+{
+    if (OPAL_LIKELY(0 == rc)) {
+        return OPAL_SUCCESS;
+    }
+    mca_btl_ofi_op_release(module, op);
+    if (-FI_EAGAIN == rc) {
+        mca_btl_ofi_count(MCA_BTL_OFI_CNT_POST_EAGAIN, 1);
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    opal_output_verbose(1, mca_btl_ofi_output, "btl:ofi: %s failed: %s (%zd)", what,
+                        fi_strerror((int) -rc), rc);
+    return OPAL_ERROR;
+}
+
+void mca_btl_ofi_op_complete(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op, int status)
+{
+    if (MCA_BTL_OFI_OP_EMULATED == op->kind && OPAL_SUCCESS == status) {
+        mca_btl_ofi_emulation_step_done(module, op);
+        return;
+    }
+    if (NULL != op->cbfunc) {
+        op->cbfunc(&module->super, op->endpoint, op->local_address, op->local_handle,
+                   op->cbcontext, op->cbdata, status);
+    }
+    mca_btl_ofi_op_release(module, op);
+}
+
+/* Report a failed operation once per process with libfabric's own words. */
+static void mca_btl_ofi_cq_error(mca_btl_ofi_module_t *module)
+{
+    static atomic_bool shown = false;
+    struct fi_cq_err_entry err;
+    char provider_text[256];
+    const char *text;
+    ssize_t rc;
+
+    memset(&err, 0, sizeof(err));
+    rc = fi_cq_readerr(module->cq, &err, 0);
+    if (rc < 0) {
+        return;
+    }
+    mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_ERRORS, 1);
+    text = fi_cq_strerror(module->cq, err.prov_errno, err.err_data, provider_text,
+                          sizeof(provider_text));
+    opal_output_verbose(1, mca_btl_ofi_output, "btl:ofi: operation failed: %s (%s)",
+                        fi_strerror(err.err), text ? text : "");
+    if (!atomic_exchange(&shown, true)) {
+        opal_show_help("help-mpi-btl-ofi.txt", "cq-error", true, opal_process_info.nodename,
+                       module->info->fabric_attr->prov_name, fi_strerror(err.err), err.err,
+                       text ? text : "(none)");
+    }
+    if (NULL != err.op_context) {
+        mca_btl_ofi_op_t *op = container_of(err.op_context, mca_btl_ofi_op_t, fi_ctx);
+        mca_btl_ofi_op_complete(module, op, OPAL_ERROR);
+    }
+}
+
+/* Emulation steps that met -FI_EAGAIN inside progress are posted again here. */
+static void mca_btl_ofi_repost_deferred(mca_btl_ofi_module_t *module)
+{
+    opal_list_t ready;
+
+    if (opal_list_is_empty(&module->deferred)) {
+        return;
+    }
+    OBJ_CONSTRUCT(&ready, opal_list_t);
+    OPAL_THREAD_LOCK(&module->deferred_lock);
+    opal_list_join(&ready, opal_list_get_end(&ready), &module->deferred);
+    OPAL_THREAD_UNLOCK(&module->deferred_lock);
+
+    for (opal_list_item_t *item; NULL != (item = opal_list_remove_first(&ready));) {
+        mca_btl_ofi_emulation_post(module, (mca_btl_ofi_op_t *) item);
+    }
+    OBJ_DESTRUCT(&ready);
+}
+
+int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module)
+{
+    struct fi_cq_entry entries[MCA_BTL_OFI_MAX_CQ_BATCH];
+    ssize_t count;
+
+    mca_btl_ofi_repost_deferred(module);
+
+    count = fi_cq_read(module->cq, entries, (size_t) mca_btl_ofi_component.progress_batch);
+    if (count > 0) {
+        mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_ENTRIES, (uint64_t) count);
+        for (ssize_t i = 0; i < count; ++i) {
+            mca_btl_ofi_op_t *op = container_of(entries[i].op_context, mca_btl_ofi_op_t, fi_ctx);
+            mca_btl_ofi_op_complete(module, op, OPAL_SUCCESS);
+        }
+        return (int) count;
+    }
+    if (-FI_EAVAIL == count) {
+        mca_btl_ofi_cq_error(module);
+        return 1;
+    }
+    if (-FI_EAGAIN != count) {
+        opal_output_verbose(1, mca_btl_ofi_output, "btl:ofi: fi_cq_read failed: %s",
+                            fi_strerror((int) -count));
+    }
+    return 0;
+}

@@ -1,0 +1,189 @@
+/*
+ * btl-ofi RMA: put, get and flush.
+ *
+ * Completion semantics: with FI_DELIVERY_COMPLETE every completion means the
+ * data is visible at the target, so flush only waits for the outstanding
+ * count to drain. Without it, flush then reads from every peer written since
+ * the last proof; the provider's read-after-write ordering
+ * (FI_ORDER_RMA_RAW / FI_ORDER_ATOMIC_RAW) makes those reads complete only
+ * after the earlier writes and atomics landed.
+ */
+
+#include "btl_ofi.h"
+
+typedef ssize_t (*mca_btl_ofi_rma_fn_t)(struct fid_ep *ep, void *buf, size_t len, void *desc,
+                                        fi_addr_t addr, uint64_t remote, uint64_t key,
+                                        void *context);
+
+static ssize_t mca_btl_ofi_write(struct fid_ep *ep, void *buf, size_t len, void *desc,
+                                 fi_addr_t addr, uint64_t remote, uint64_t key, void *context)
+{
+    return fi_write(ep, buf, len, desc, addr, remote, key, context);
+}
+
+static ssize_t mca_btl_ofi_read(struct fid_ep *ep, void *buf, size_t len, void *desc,
+                                fi_addr_t addr, uint64_t remote, uint64_t key, void *context)
+{
+    return fi_read(ep, buf, len, desc, addr, remote, key, context);
+}
+
+/* The one path for put and get. */
+static int mca_btl_ofi_rma(mca_btl_ofi_module_t *module, mca_btl_ofi_rma_fn_t post,
+                           const char *what, struct mca_btl_base_endpoint_t *endpoint,
+                           void *local_address, uint64_t remote_address,
+                           struct mca_btl_base_registration_handle_t *local_handle,
+                           struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                           mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+{
+    mca_btl_ofi_op_t *op;
+    uint64_t target;
+
+    if (OPAL_UNLIKELY(!mca_btl_ofi_args_ok(endpoint, remote_handle) ||
+                      OPAL_SUCCESS != mca_btl_ofi_remote_addr(module, remote_handle,
+                                                              remote_address, size, &target))) {
+        return OPAL_ERR_BAD_PARAM;
+    }
+    op = mca_btl_ofi_op_alloc(module, MCA_BTL_OFI_OP_RMA, endpoint, local_address, local_handle,
+                              cbfunc, cbcontext, cbdata);
+    if (OPAL_UNLIKELY(NULL == op)) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    return mca_btl_ofi_post_result(module, op,
+                                   post(module->ep, local_address, size,
+                                        mca_btl_ofi_local_desc(local_handle), endpoint->peer_addr,
+                                        target, remote_handle->key, &op->fi_ctx),
+                                   what);
+}
+
+int mca_btl_ofi_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
+                    void *local_address, uint64_t remote_address,
+                    struct mca_btl_base_registration_handle_t *local_handle,
+                    struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                    int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc,
+                    void *cbcontext, void *cbdata)
+{
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
+    int rc;
+
+    (void) flags;
+    (void) order;
+    if (OPAL_UNLIKELY(size > btl->btl_put_limit)) {
+        return OPAL_ERR_BAD_PARAM;
+    }
+    rc = mca_btl_ofi_rma(module, mca_btl_ofi_write, "fi_write", endpoint, local_address,
+                         remote_address, local_handle, remote_handle, size, cbfunc, cbcontext,
+                         cbdata);
+    if (OPAL_SUCCESS == rc) {
+        atomic_store_explicit(&endpoint->unproven, true, memory_order_relaxed);
+        mca_btl_ofi_count(MCA_BTL_OFI_CNT_PUTS, 1);
+        mca_btl_ofi_count(MCA_BTL_OFI_CNT_PUT_BYTES, size);
+    }
+    return rc;
+}
+
+int mca_btl_ofi_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
+                    void *local_address, uint64_t remote_address,
+                    struct mca_btl_base_registration_handle_t *local_handle,
+                    struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                    int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc,
+                    void *cbcontext, void *cbdata)
+{
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
+    int rc;
+
+    (void) flags;
+    (void) order;
+    if (OPAL_UNLIKELY(size > btl->btl_get_limit)) {
+        return OPAL_ERR_BAD_PARAM;
+    }
+    rc = mca_btl_ofi_rma(module, mca_btl_ofi_read, "fi_read", endpoint, local_address,
+                         remote_address, local_handle, remote_handle, size, cbfunc, cbcontext,
+                         cbdata);
+    if (OPAL_SUCCESS == rc) {
+        mca_btl_ofi_count(MCA_BTL_OFI_CNT_GETS, 1);
+        mca_btl_ofi_count(MCA_BTL_OFI_CNT_GET_BYTES, size);
+    }
+    return rc;
+}
+
+static void mca_btl_ofi_drain(mca_btl_ofi_module_t *module)
+{
+    while (atomic_load(&module->outstanding) > 0) {
+        (void) mca_btl_ofi_progress_module(module);
+    }
+}
+
+/* Post the proof reads (an RMA read and an atomic read of the proof word). */
+static int mca_btl_ofi_post_proof(mca_btl_ofi_module_t *module,
+                                  struct mca_btl_base_endpoint_t *endpoint)
+{
+    const mca_btl_base_registration_handle_t *handle = &endpoint->proof_handle;
+    uint64_t target = module->virt_addr ? handle->base : 0;
+    mca_btl_ofi_op_t *read_op, *atomic_op;
+    ssize_t rc;
+
+    read_op = mca_btl_ofi_op_alloc(module, MCA_BTL_OFI_OP_PROOF, endpoint, NULL, NULL, NULL, NULL,
+                                   NULL);
+    if (NULL == read_op) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    do {
+        rc = fi_read(module->ep, &read_op->fetched, sizeof(read_op->fetched), NULL,
+                     endpoint->peer_addr, target, handle->key, &read_op->fi_ctx);
+    } while (-FI_EAGAIN == rc && mca_btl_ofi_progress_module(module) >= 0);
+    if (OPAL_SUCCESS != mca_btl_ofi_post_result(module, read_op, rc, "fi_read (proof)")) {
+        return OPAL_ERROR;
+    }
+
+    atomic_op = mca_btl_ofi_op_alloc(module, MCA_BTL_OFI_OP_PROOF, endpoint, NULL, NULL, NULL,
+                                     NULL, NULL);
+    if (NULL == atomic_op) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    do {
+        rc = fi_fetch_atomic(module->ep, &atomic_op->operand, 1, NULL, &atomic_op->fetched, NULL,
+                             endpoint->peer_addr, target, handle->key, FI_UINT64, FI_ATOMIC_READ,
+                             &atomic_op->fi_ctx);
+    } while (-FI_EAGAIN == rc && mca_btl_ofi_progress_module(module) >= 0);
+    mca_btl_ofi_count(MCA_BTL_OFI_CNT_PROOF_READS, 1);
+    return mca_btl_ofi_post_result(module, atomic_op, rc, "fi_fetch_atomic (proof)");
+}
+
+static int mca_btl_ofi_prove_endpoint(mca_btl_ofi_module_t *module,
+                                      struct mca_btl_base_endpoint_t *endpoint)
+{
+    if (!atomic_exchange(&endpoint->unproven, false)) {
+        return OPAL_SUCCESS;
+    }
+    return mca_btl_ofi_post_proof(module, endpoint);
+}
+
+static int mca_btl_ofi_prove_all(mca_btl_ofi_module_t *module)
+{
+    mca_btl_base_endpoint_t *endpoint;
+    uint64_t key;
+    int rc = OPAL_SUCCESS;
+
+    OPAL_THREAD_LOCK(&module->endpoint_lock);
+    OPAL_HASH_TABLE_FOREACH(key, uint64, endpoint, &module->endpoints) {
+        int one = mca_btl_ofi_prove_endpoint(module, endpoint);
+        rc = (OPAL_SUCCESS == rc) ? one : rc;
+    }
+    OPAL_THREAD_UNLOCK(&module->endpoint_lock);
+    return rc;
+}
+
+int mca_btl_ofi_flush(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint)
+{
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
+    int rc = OPAL_SUCCESS;
+
+    mca_btl_ofi_count(MCA_BTL_OFI_CNT_FLUSHES, 1);
+    mca_btl_ofi_drain(module);
+    if (!module->delivery_complete) {
+        rc = (NULL != endpoint) ? mca_btl_ofi_prove_endpoint(module, endpoint)
+                                : mca_btl_ofi_prove_all(module);
+        mca_btl_ofi_drain(module);
+    }
+    return rc;
+}
