@@ -1,0 +1,86 @@
+/* MPI_T reader for btl-ofi's counters (see ofi_pvars.h). */
+#include "ofi_pvars.h"
+
+#include <string.h>
+
+static const char *const names[OFI_PVAR_COUNT] = {
+    [OFI_PVAR_PUTS] = "btl_ofi_put_count",
+    [OFI_PVAR_GETS] = "btl_ofi_get_count",
+    [OFI_PVAR_PUT_BYTES] = "btl_ofi_put_bytes",
+    [OFI_PVAR_GET_BYTES] = "btl_ofi_get_bytes",
+    [OFI_PVAR_ATOMICS] = "btl_ofi_atomic_count",
+    [OFI_PVAR_ATOMICS_EMULATED] = "btl_ofi_atomic_emulated_count",
+    [OFI_PVAR_CQ_ENTRIES] = "btl_ofi_cq_entries",
+    [OFI_PVAR_CQ_ERRORS] = "btl_ofi_cq_errors",
+    [OFI_PVAR_FLUSHES] = "btl_ofi_flush_count",
+    [OFI_PVAR_REGISTRATIONS] = "btl_ofi_registrations",
+    [OFI_PVAR_REGISTRATIONS_LIVE] = "btl_ofi_registrations_live",
+};
+
+static MPI_T_pvar_session session = MPI_T_PVAR_SESSION_NULL;
+static MPI_T_pvar_handle handles[OFI_PVAR_COUNT];
+static int found;
+
+const char *ofi_pvar_name(enum ofi_pvar_id id)
+{
+    return names[id];
+}
+
+int ofi_pvars_open(void)
+{
+    int provided, num, count;
+
+    if (MPI_SUCCESS != MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) ||
+        MPI_SUCCESS != MPI_T_pvar_get_num(&num) ||
+        MPI_SUCCESS != MPI_T_pvar_session_create(&session)) {
+        return -1;
+    }
+    found = 0;
+    for (int i = 0; i < OFI_PVAR_COUNT; ++i) {
+        handles[i] = MPI_T_PVAR_HANDLE_NULL;
+    }
+    for (int index = 0; index < num; ++index) {
+        char name[256], desc[256];
+        int name_len = sizeof(name), desc_len = sizeof(desc), verbosity, var_class, bind,
+            readonly, continuous, atomic;
+        MPI_Datatype dtype;
+        MPI_T_enum enumtype;
+
+        if (MPI_SUCCESS != MPI_T_pvar_get_info(index, name, &name_len, &verbosity, &var_class,
+                                               &dtype, &enumtype, desc, &desc_len, &bind,
+                                               &readonly, &continuous, &atomic)) {
+            continue; /* invalid: e.g. a closed component's variable */
+        }
+        for (int i = 0; i < OFI_PVAR_COUNT; ++i) {
+            if (0 == strcmp(name, names[i]) &&
+                MPI_SUCCESS == MPI_T_pvar_handle_alloc(session, index, NULL, &handles[i], &count)) {
+                ++found;
+            }
+        }
+    }
+    return 0;
+}
+
+void ofi_pvars_read(ofi_pvars_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->present = (found == OFI_PVAR_COUNT);
+    for (int i = 0; i < OFI_PVAR_COUNT; ++i) {
+        if (MPI_T_PVAR_HANDLE_NULL != handles[i]) {
+            MPI_T_pvar_read(session, handles[i], &out->value[i]);
+        }
+    }
+}
+
+void ofi_pvars_close(void)
+{
+    for (int i = 0; i < OFI_PVAR_COUNT; ++i) {
+        if (MPI_T_PVAR_HANDLE_NULL != handles[i]) {
+            MPI_T_pvar_handle_free(session, &handles[i]);
+        }
+    }
+    if (MPI_T_PVAR_SESSION_NULL != session) {
+        MPI_T_pvar_session_free(&session);
+    }
+    MPI_T_finalize();
+}

@@ -1,0 +1,39 @@
+/*
+ * Read btl-ofi's MPI_T performance variables from inside a rank: the proof
+ * that window traffic went through this component and not another one.
+ */
+#ifndef OSC_HARNESS_OFI_PVARS_H
+#define OSC_HARNESS_OFI_PVARS_H
+
+#include <mpi.h>
+
+enum ofi_pvar_id {
+    OFI_PVAR_PUTS,
+    OFI_PVAR_GETS,
+    OFI_PVAR_PUT_BYTES,
+    OFI_PVAR_GET_BYTES,
+    OFI_PVAR_ATOMICS,
+    OFI_PVAR_ATOMICS_EMULATED,
+    OFI_PVAR_CQ_ENTRIES,
+    OFI_PVAR_CQ_ERRORS,
+    OFI_PVAR_FLUSHES,
+    OFI_PVAR_REGISTRATIONS,
+    OFI_PVAR_REGISTRATIONS_LIVE,
+    OFI_PVAR_COUNT,
+};
+
+/** Counter snapshot; present == 0 means our component is not loaded/selected. */
+typedef struct ofi_pvars {
+    int present;
+    unsigned long value[OFI_PVAR_COUNT];
+} ofi_pvars_t;
+
+/** Start an MPI_T session (call after MPI_Init). Returns 0 on success. */
+int ofi_pvars_open(void);
+/** Read every counter into *out. */
+void ofi_pvars_read(ofi_pvars_t *out);
+/** Names, for reports ("btl_ofi_put_count", ...). */
+const char *ofi_pvar_name(enum ofi_pvar_id id);
+void ofi_pvars_close(void);
+
+#endif
