@@ -209,14 +209,12 @@ typedef struct mca_btl_ofi_component_t {
     /* MCA parameters */
     char *provider_include;
     char *provider_exclude;
-    int mr_mode_allowed;
+    char *mr_mode_text;
+    uint64_t mr_mode_allowed; /**< parsed from mr_mode_text at init */
     int completion;
     int progress_batch;
     int op_free_list_max;
     bool force_atomic_emulation;
-
-    /* Flag enumerator for mr_mode_allowed. */
-    mca_base_var_enum_flag_t *mr_mode_enum;
 
     atomic_uint_fast64_t counters[MCA_BTL_OFI_CNT_MAX];
 
@@ -251,6 +249,14 @@ int mca_btl_ofi_pvar_register(void);
  *         after a show_help message explaining why nothing qualifies
  */
 struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads);
+
+/**
+ * Parse btl_ofi_mr_mode: "none", a comma list of virt_addr/prov_key/allocated,
+ * or a number made of those bits.
+ *
+ * @retval OPAL_SUCCESS with *mask set, or OPAL_ERR_BAD_PARAM (mask untouched)
+ */
+int mca_btl_ofi_mr_mode_parse(const char *text, uint64_t *mask);
 
 /** Human-readable list of MR mode bits, e.g. "virt_addr|prov_key" (static buffer). */
 const char *mca_btl_ofi_mr_mode_str(uint64_t mr_mode, char *buf, size_t len);

@@ -38,13 +38,6 @@ mca_btl_ofi_component_t mca_btl_ofi_component = {
     },
 };
 
-static const mca_base_var_enum_value_flag_t mca_btl_ofi_mr_mode_flags[] = {
-    {.flag = FI_MR_VIRT_ADDR, .string = "virt_addr"},
-    {.flag = FI_MR_PROV_KEY, .string = "prov_key"},
-    {.flag = FI_MR_ALLOCATED, .string = "allocated"},
-    {.string = NULL},
-};
-
 static const mca_base_var_enum_value_t mca_btl_ofi_completion_values[] = {
     {MCA_BTL_OFI_COMPLETION_AUTO, "auto"},
     {MCA_BTL_OFI_COMPLETION_DELIVERY, "delivery"},
@@ -81,6 +74,7 @@ static int mca_btl_ofi_register_int(const char *name, const char *help, int valu
 
 static int mca_btl_ofi_component_register(void)
 {
+    mca_btl_ofi_component.mr_mode_text = "virt_addr,prov_key,allocated";
     mca_base_var_enum_t *completion_enum = NULL;
     int rc;
 
@@ -94,18 +88,14 @@ static int mca_btl_ofi_component_register(void)
                                 "Comma-separated libfabric provider names never to use",
                                 &mca_btl_ofi_component.provider_exclude);
 
-    rc = mca_base_var_enum_create_flag("btl_ofi_mr_modes", mca_btl_ofi_mr_mode_flags,
-                                       &mca_btl_ofi_component.mr_mode_enum);
-    if (OPAL_SUCCESS != rc) {
-        return rc;
-    }
-    mca_btl_ofi_register_int(
-        "mr_mode",
-        "Memory-registration mode bits the BTL may accept from the provider (comma-separated "
-        "names or a number; 0 allows none of them). Without virt_addr, remote addresses are "
-        "sent as offsets from the registered base; without prov_key, the BTL chooses the keys",
-        MCA_BTL_OFI_MR_SERVED, &mca_btl_ofi_component.mr_mode_enum->super,
-        &mca_btl_ofi_component.mr_mode_allowed);
+    (void) mca_base_component_var_register(
+        &mca_btl_ofi_component.super.btl_version, "mr_mode",
+        "Memory-registration mode bits the BTL may accept from the provider: a comma-separated "
+        "subset of virt_addr, prov_key, allocated, or \"none\" (a number is accepted too). "
+        "Without virt_addr, remote addresses travel as offsets from the registered base; "
+        "without prov_key, the BTL chooses the keys",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_btl_ofi_component.mr_mode_text);
 
     rc = mca_base_var_enum_create("btl_ofi_completion", mca_btl_ofi_completion_values,
                                   &completion_enum);
@@ -155,15 +145,17 @@ static int mca_btl_ofi_component_open(void)
 
 static int mca_btl_ofi_component_close(void)
 {
-    if (NULL != mca_btl_ofi_component.mr_mode_enum) {
-        OBJ_RELEASE(mca_btl_ofi_component.mr_mode_enum);
-        mca_btl_ofi_component.mr_mode_enum = NULL;
-    }
     return OPAL_SUCCESS;
 }
 
 static bool mca_btl_ofi_params_valid(void)
 {
+    if (OPAL_SUCCESS != mca_btl_ofi_mr_mode_parse(mca_btl_ofi_component.mr_mode_text,
+                                                  &mca_btl_ofi_component.mr_mode_allowed)) {
+        opal_show_help("help-mpi-btl-ofi.txt", "bad-mr-mode", true, opal_process_info.nodename,
+                       mca_btl_ofi_component.mr_mode_text);
+        return false;
+    }
     for (size_t i = 0; i < sizeof(mca_btl_ofi_int_params) / sizeof(mca_btl_ofi_int_params[0]);
          ++i) {
         int value = *mca_btl_ofi_int_params[i].storage;

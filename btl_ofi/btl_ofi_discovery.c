@@ -10,6 +10,7 @@
 
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "opal/util/argv.h"
@@ -47,6 +48,75 @@ const char *mca_btl_ofi_mr_mode_str(uint64_t mr_mode, char *buf, size_t len)
         snprintf(buf, len, "none");
     }
     return buf;
+}
+
+/*
+ * Providers known to break one-sided MPI, up to and including a provider
+ * version (fabric_attr->prov_version). They are declined with the reason.
+ */
+static const struct {
+    const char *prov_name;
+    uint32_t last_bad_version;
+    const char *reason;
+} mca_btl_ofi_quirks[] = {
+    {
+        .prov_name = "udp;ofi_rxd",
+        .last_bad_version = FI_VERSION(117, 0),
+        .reason = "its atomics crash inside libfabric (segmentation fault when an atomic is the "
+                  "first operation to a peer or follows a multi-packet write; reproduced without "
+                  "MPI by tools/rxd_atomic_repro.c)",
+    },
+};
+
+static const char *mca_btl_ofi_quirk(const struct fi_info *info)
+{
+    for (size_t i = 0; i < sizeof(mca_btl_ofi_quirks) / sizeof(mca_btl_ofi_quirks[0]); ++i) {
+        if (0 == strcmp(info->fabric_attr->prov_name, mca_btl_ofi_quirks[i].prov_name) &&
+            info->fabric_attr->prov_version <= mca_btl_ofi_quirks[i].last_bad_version) {
+            return mca_btl_ofi_quirks[i].reason;
+        }
+    }
+    return NULL;
+}
+
+int mca_btl_ofi_mr_mode_parse(const char *text, uint64_t *mask)
+{
+    uint64_t bits = 0;
+    char **items;
+    int rc = OPAL_SUCCESS;
+
+    if (NULL == text || 0 == strcmp(text, "none")) {
+        *mask = 0;
+        return OPAL_SUCCESS;
+    }
+    items = opal_argv_split(text, ',');
+    for (int i = 0; items && items[i] && OPAL_SUCCESS == rc; ++i) {
+        char *end;
+        unsigned long long number = strtoull(items[i], &end, 0);
+        bool known = false;
+
+        if ('\0' == *end && end != items[i]) {
+            known = 0 == (number & ~(unsigned long long) MCA_BTL_OFI_MR_SERVED);
+            bits |= number;
+        }
+        for (size_t b = 0; !known && b < sizeof(mca_btl_ofi_mr_bit_names) / sizeof(mca_btl_ofi_mr_bit_names[0]); ++b) {
+            if (0 == strcmp(items[i], mca_btl_ofi_mr_bit_names[b].name) &&
+                (mca_btl_ofi_mr_bit_names[b].bit & MCA_BTL_OFI_MR_SERVED)) {
+                bits |= mca_btl_ofi_mr_bit_names[b].bit;
+                known = true;
+            }
+        }
+        rc = known ? OPAL_SUCCESS : OPAL_ERR_BAD_PARAM;
+    }
+    if (NULL == items || 0 == opal_argv_count(items) || strstr(text, ",,") || ',' == text[0] ||
+        ',' == text[strlen(text) - 1]) {
+        rc = OPAL_ERR_BAD_PARAM;
+    }
+    opal_argv_free(items);
+    if (OPAL_SUCCESS == rc) {
+        *mask = bits;
+    }
+    return rc;
 }
 
 /* A provider name as fi_info prints it: letters, digits, '_', '-', ';'. */
@@ -118,6 +188,9 @@ static bool mca_btl_ofi_wanted(const mca_btl_ofi_filter_t *filter, const struct 
 {
     const char *name = info->fabric_attr->prov_name;
 
+    if (NULL != mca_btl_ofi_quirk(info)) {
+        return false;
+    }
     if (filter->include) {
         return mca_btl_ofi_in_list(filter->include, name);
     }
@@ -193,11 +266,21 @@ static void mca_btl_ofi_explain(const mca_btl_ofi_filter_t *filter, const struct
     const char *fi_provider = getenv("FI_PROVIDER");
 
     for (const struct fi_info *cur = all; cur; cur = cur->next) {
+        const char *quirk = mca_btl_ofi_quirk(cur);
+        if (NULL != quirk && mca_btl_ofi_in_list(filter->include, cur->fabric_attr->prov_name)) {
+            opal_show_help("help-mpi-btl-ofi.txt", "provider-broken", true,
+                           opal_process_info.nodename, cur->fabric_attr->prov_name,
+                           FI_MAJOR(cur->fabric_attr->prov_version),
+                           FI_MINOR(cur->fabric_attr->prov_version), quirk);
+            return;
+        }
+    }
+    for (const struct fi_info *cur = all; cur; cur = cur->next) {
         uint64_t mode = (uint64_t) cur->domain_attr->mr_mode;
         if (!mca_btl_ofi_wanted(filter, cur)) {
             continue;
         }
-        if (mode & ~(uint64_t) mca_btl_ofi_component.mr_mode_allowed) {
+        if (mode & ~mca_btl_ofi_component.mr_mode_allowed) {
             opal_show_help("help-mpi-btl-ofi.txt", "mr-mode-declined", true,
                            opal_process_info.nodename, cur->fabric_attr->prov_name,
                            mca_btl_ofi_mr_mode_str(mode, asked, sizeof(asked)),
@@ -234,7 +317,7 @@ static const struct fi_info *mca_btl_ofi_first_wanted(const mca_btl_ofi_filter_t
 static struct fi_info *mca_btl_ofi_select(const mca_btl_ofi_filter_t *filter,
                                           bool enable_mpi_threads, uint64_t *op_flags)
 {
-    uint64_t allowed = (uint64_t) mca_btl_ofi_component.mr_mode_allowed & MCA_BTL_OFI_MR_SERVED;
+    uint64_t allowed = mca_btl_ofi_component.mr_mode_allowed & MCA_BTL_OFI_MR_SERVED;
     int completion = mca_btl_ofi_component.completion;
     struct fi_info *list = NULL, *chosen = NULL;
     const struct fi_info *match = NULL;

@@ -182,7 +182,7 @@ int main(int argc, char **argv)
                end.value[OFI_PVAR_REGISTRATIONS_LIVE]);
         if (not_ours) {
             printf("NOT CARRIED BY btl-ofi: its counters %s\n",
-                   end.present ? "did not move" : "are absent (component not loaded)");
+                   end.present ? "did not move" : "are absent (component not loaded or not selected)");
         }
         printf("%s\n", failures ? "FAILED" : (not_ours ? "FAILED (wrong path)" : "PASSED"));
     }
