@@ -15,6 +15,7 @@ static const char *const names[OFI_PVAR_COUNT] = {
     [OFI_PVAR_FLUSHES] = "btl_ofi_flush_count",
     [OFI_PVAR_REGISTRATIONS] = "btl_ofi_registrations",
     [OFI_PVAR_REGISTRATIONS_LIVE] = "btl_ofi_registrations_live",
+    [OFI_PVAR_REFUSED] = "btl_ofi_refused_count",
 };
 
 static MPI_T_pvar_session session = MPI_T_PVAR_SESSION_NULL;

@@ -1,0 +1,470 @@
+/* Shared pieces of the one-sided benchmarks (see bench_common.h). */
+#define _GNU_SOURCE
+#include "bench_common.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Powers of two from 1 B to 4 MiB, and sizes that are not: odd, decimal, unaligned. */
+static const size_t default_sizes[] = {
+    1,      2,      3,      4,      8,       16,      32,      64,      100,     128,
+    256,    512,    1000,   1024,   2048,    4096,    8192,    12000,   16384,   32768,
+    65536,  100000, 131072, 262144, 524288,  1000000, 1048576, 2097152, 3000000, 4194304,
+};
+
+#define BENCH_DEFAULT_MAX_ITERS 10000
+#define BENCH_DEFAULT_MIN_ITERS 10
+#define BENCH_DEFAULT_BUDGET (256UL << 20)
+#define BENCH_DEFAULT_WINDOW 64
+
+static char ops_storage[256];
+
+static void usage(const char *name, const char *extra)
+{
+    fprintf(stderr,
+            "usage: mpirun -np 2 %s [options]\n"
+            "  -o OPS       comma-separated operations%s\n"
+            "  -S SIZES     comma-separated message sizes in bytes (K, M suffixes allowed)\n"
+            "  -m MIN       smallest size of the default list (default 1)\n"
+            "  -M MAX       largest size of the default list (default 4M)\n"
+            "  -i ITERS     timed iterations for small messages (default %d)\n"
+            "  -x WARMUP    untimed warm-up iterations (default: iterations/10, at most 100)\n"
+            "  -B BYTES     bytes per size before iterations are lowered (default 256M)\n"
+            "  -W N         operations per synchronization (default %d)\n"
+            "  -w FLAVOR    window flavor: create (default) or dynamic\n"
+            "  -s SYNC      flush (lock_all + flush, default) or fence\n"
+            "  -d DIR       uni (default) or bi\n"
+            "  -j           JSON lines instead of a table\n"
+            "  -r           exit 2 unless btl-ofi's counters moved for every row\n"
+            "exit codes: 0 done, 1 failure, 2 not carried by btl-ofi (-r), 77 not supported\n",
+            name, extra ? extra : "", BENCH_DEFAULT_MAX_ITERS, BENCH_DEFAULT_WINDOW);
+}
+
+static int parse_size(const char *text, size_t *out)
+{
+    char *end;
+    unsigned long long v = strtoull(text, &end, 10);
+
+    if (end == text) {
+        return -1;
+    }
+    if ('K' == *end || 'k' == *end) {
+        v <<= 10, ++end;
+    } else if ('M' == *end || 'm' == *end) {
+        v <<= 20, ++end;
+    }
+    if ('\0' != *end || 0 == v) {
+        return -1;
+    }
+    *out = (size_t) v;
+    return 0;
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *) a, y = *(const size_t *) b;
+    return (x > y) - (x < y);
+}
+
+static int parse_sizes(bench_opts_t *opt, char *list)
+{
+    opt->nsizes = 0;
+    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+        if (opt->nsizes == BENCH_MAX_SIZES || parse_size(tok, &opt->sizes[opt->nsizes])) {
+            return -1;
+        }
+        ++opt->nsizes;
+    }
+    qsort(opt->sizes, (size_t) opt->nsizes, sizeof(size_t), cmp_size);
+    return opt->nsizes ? 0 : -1;
+}
+
+static int parse_ops(bench_opts_t *opt, const char *list)
+{
+    snprintf(ops_storage, sizeof(ops_storage), "%s", list);
+    opt->nops = 0;
+    for (char *tok = strtok(ops_storage, ","); tok; tok = strtok(NULL, ",")) {
+        if (opt->nops == BENCH_MAX_OPS) {
+            return -1;
+        }
+        opt->ops[opt->nops++] = tok;
+    }
+    return 0;
+}
+
+static void default_sizes_between(bench_opts_t *opt, size_t min, size_t max)
+{
+    opt->nsizes = 0;
+    for (size_t i = 0; i < sizeof(default_sizes) / sizeof(default_sizes[0]); ++i) {
+        if (default_sizes[i] >= min && default_sizes[i] <= max) {
+            opt->sizes[opt->nsizes++] = default_sizes[i];
+        }
+    }
+}
+
+/* Returns 0, or -1 on a usage error. */
+static int parse_opts(int argc, char **argv, bench_opts_t *opt)
+{
+    size_t min = 1, max = 4UL << 20;
+    int explicit_sizes = 0, c;
+
+    memset(opt, 0, sizeof(*opt));
+    opt->max_iters = BENCH_DEFAULT_MAX_ITERS;
+    opt->min_iters = BENCH_DEFAULT_MIN_ITERS;
+    opt->warmup = -1;
+    opt->budget = BENCH_DEFAULT_BUDGET;
+    opt->window = BENCH_DEFAULT_WINDOW;
+
+    while (-1 != (c = getopt(argc, argv, "o:S:m:M:i:x:B:W:w:s:d:jrh"))) {
+        switch (c) {
+        case 'o':
+            if (parse_ops(opt, optarg)) return -1;
+            break;
+        case 'S':
+            if (parse_sizes(opt, optarg)) return -1;
+            explicit_sizes = 1;
+            break;
+        case 'm':
+            if (parse_size(optarg, &min)) return -1;
+            break;
+        case 'M':
+            if (parse_size(optarg, &max)) return -1;
+            break;
+        case 'i':
+            opt->max_iters = atoi(optarg);
+            if (opt->max_iters < 1) return -1;
+            opt->min_iters = opt->max_iters < opt->min_iters ? opt->max_iters : opt->min_iters;
+            break;
+        case 'x':
+            opt->warmup = atoi(optarg);
+            break;
+        case 'B':
+            if (parse_size(optarg, &opt->budget)) return -1;
+            break;
+        case 'W':
+            opt->window = atoi(optarg);
+            if (opt->window < 1) return -1;
+            break;
+        case 'w':
+            if (0 == strcmp(optarg, "create")) opt->flavor = BENCH_WIN_CREATE;
+            else if (0 == strcmp(optarg, "dynamic")) opt->flavor = BENCH_WIN_DYNAMIC;
+            else return -1;
+            break;
+        case 's':
+            if (0 == strcmp(optarg, "flush")) opt->sync = BENCH_SYNC_FLUSH;
+            else if (0 == strcmp(optarg, "fence")) opt->sync = BENCH_SYNC_FENCE;
+            else return -1;
+            break;
+        case 'd':
+            if (0 == strcmp(optarg, "uni")) opt->bidir = 0;
+            else if (0 == strcmp(optarg, "bi")) opt->bidir = 1;
+            else return -1;
+            break;
+        case 'j':
+            opt->json = 1;
+            break;
+        case 'r':
+            opt->require_ofi = 1;
+            break;
+        default:
+            return -1;
+        }
+    }
+    if (!explicit_sizes) {
+        opt->default_sizes = (4UL << 20) == max;
+        default_sizes_between(opt, min, max);
+    }
+    return opt->nsizes ? 0 : -1;
+}
+
+/* Which mca_btl_ofi.so this process mapped: ours and the stock one share the name. */
+static void find_btl_ofi_so(char *out, size_t len)
+{
+    FILE *maps = fopen("/proc/self/maps", "r");
+    char line[1024];
+
+    out[0] = '\0';
+    if (NULL == maps) {
+        return;
+    }
+    while (fgets(line, sizeof(line), maps)) {
+        char *path = strchr(line, '/');
+        if (path && strstr(path, "/mca_btl_ofi.so")) {
+            path[strcspn(path, "\n")] = '\0';
+            snprintf(out, len, "%s", path);
+            break;
+        }
+    }
+    fclose(maps);
+}
+
+int bench_init(int *argc, char ***argv, const char *name, const char *usage_extra,
+               bench_ctx_t *ctx)
+{
+    int size;
+
+    memset(ctx, 0, sizeof(*ctx));
+    ctx->name = name;
+    ctx->win = MPI_WIN_NULL;
+    MPI_Init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &ctx->rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    /* Window creation failures come back as codes, so they can be reported as "skipped". */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+
+    if (parse_opts(*argc, *argv, &ctx->opt)) {
+        if (0 == ctx->rank) {
+            usage(name, usage_extra);
+        }
+        MPI_Finalize();
+        return BENCH_EXIT_FAIL;
+    }
+    if (2 != size) {
+        if (0 == ctx->rank) {
+            fprintf(stderr, "%s: needs exactly 2 ranks (got %d): not supported here\n", name,
+                    size);
+        }
+        MPI_Finalize();
+        return BENCH_EXIT_SKIP;
+    }
+    ctx->peer = 1 - ctx->rank;
+    ofi_pvars_open();
+    find_btl_ofi_so(ctx->btl_ofi_so, sizeof(ctx->btl_ofi_so));
+    return BENCH_EXIT_OK;
+}
+
+void bench_finalize(bench_ctx_t *ctx)
+{
+    bench_window_close(ctx);
+    ofi_pvars_close();
+    MPI_Finalize();
+}
+
+int bench_op_wanted(const bench_ctx_t *ctx, const char *op, int dflt)
+{
+    if (0 == ctx->opt.nops) {
+        return dflt;
+    }
+    for (int i = 0; i < ctx->opt.nops; ++i) {
+        if (0 == strcmp(ctx->opt.ops[i], op)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void bench_iterations(const bench_ctx_t *ctx, size_t size, int *iters, int *warmup)
+{
+    size_t n = (size_t) ctx->opt.max_iters;
+
+    if (size * n > ctx->opt.budget) {
+        n = ctx->opt.budget / size;
+    }
+    if (n < (size_t) ctx->opt.min_iters) {
+        n = (size_t) ctx->opt.min_iters;
+    }
+    *iters = (int) n;
+    if (ctx->opt.warmup >= 0) {
+        *warmup = ctx->opt.warmup;
+    } else {
+        *warmup = (int) (n / 10 > 100 ? 100 : (n / 10 < 2 ? 2 : n / 10));
+    }
+}
+
+static void *page_alloc(size_t len)
+{
+    void *p = NULL;
+
+    if (0 != posix_memalign(&p, 4096, len ? len : 1)) {
+        return NULL;
+    }
+    memset(p, 0, len);
+    return p;
+}
+
+int bench_window_open(bench_ctx_t *ctx, size_t len)
+{
+    int rc, ok;
+    MPI_Aint mine = 0;
+
+    ctx->win_len = len;
+    ctx->win_buf = page_alloc(len);
+    ctx->origin = page_alloc(len);
+    ok = (NULL != ctx->win_buf && NULL != ctx->origin);
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!ok) {
+        if (0 == ctx->rank) fprintf(stderr, "%s: cannot allocate 2 x %zu bytes\n", ctx->name, len);
+        return BENCH_EXIT_FAIL;
+    }
+    if (BENCH_WIN_CREATE == ctx->opt.flavor) {
+        rc = MPI_Win_create(ctx->win_buf, (MPI_Aint) len, 1, MPI_INFO_NULL, MPI_COMM_WORLD,
+                            &ctx->win);
+    } else {
+        rc = MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &ctx->win);
+        if (MPI_SUCCESS == rc) {
+            rc = MPI_Win_attach(ctx->win, ctx->win_buf, (MPI_Aint) len);
+        }
+        MPI_Get_address(ctx->win_buf, &mine);
+        MPI_Sendrecv(&mine, 1, MPI_AINT, ctx->peer, 0, &ctx->peer_base, 1, MPI_AINT, ctx->peer, 0,
+                     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    ok = (MPI_SUCCESS == rc);
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!ok) {
+        if (0 == ctx->rank) {
+            fprintf(stderr, "%s: the %s window could not be created: not supported here\n",
+                    ctx->name, BENCH_WIN_CREATE == ctx->opt.flavor ? "Win_create" : "dynamic");
+        }
+        return BENCH_EXIT_SKIP;
+    }
+    return BENCH_EXIT_OK;
+}
+
+void bench_window_close(bench_ctx_t *ctx)
+{
+    if (MPI_WIN_NULL != ctx->win) {
+        if (BENCH_WIN_DYNAMIC == ctx->opt.flavor) {
+            MPI_Win_detach(ctx->win, ctx->win_buf);
+        }
+        MPI_Win_free(&ctx->win);
+    }
+    free(ctx->win_buf);
+    free(ctx->origin);
+    ctx->win_buf = ctx->origin = NULL;
+}
+
+void bench_probe_begin(bench_probe_t *probe)
+{
+    ofi_pvars_read(&probe->before);
+}
+
+bench_path_t bench_probe_end(const bench_ctx_t *ctx, const bench_probe_t *probe, unsigned mask)
+{
+    bench_path_t path = {0, 0, "not btl-ofi"};
+    ofi_pvars_t after;
+
+    (void) ctx;
+    ofi_pvars_read(&after);
+    if (after.present && probe->before.present) {
+        for (int i = 0; i < OFI_PVAR_COUNT; ++i) {
+            if (mask & BENCH_CNT(i)) {
+                path.delta += after.value[i] - probe->before.value[i];
+            }
+        }
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &path.delta, 1, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
+    path.ours = path.delta > 0;
+    path.label = path.ours ? "btl_ofi" : "not btl-ofi";
+    return path;
+}
+
+int bench_all_valid(int mine)
+{
+    MPI_Allreduce(MPI_IN_PLACE, &mine, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return mine;
+}
+
+static const char *flavor_name(bench_flavor_t f)
+{
+    return BENCH_WIN_CREATE == f ? "create" : "dynamic";
+}
+
+void bench_header(const bench_ctx_t *ctx, const char *what, const bench_field_t *cols, int n)
+{
+    ofi_pvars_t now;
+
+    if (0 != ctx->rank) {
+        return;
+    }
+    ofi_pvars_read(&now);
+    if (ctx->opt.json) {
+        printf("{\"bench\": \"%s\", \"meta\": true, \"what\": \"%s\", \"window\": \"%s\", "
+               "\"sync\": \"%s\", \"direction\": \"%s\", \"ops_per_sync\": %d, "
+               "\"btl_ofi_so\": \"%s\", \"btl_ofi_counters\": %s}\n",
+               ctx->name, what, flavor_name(ctx->opt.flavor),
+               BENCH_SYNC_FLUSH == ctx->opt.sync ? "flush" : "fence",
+               ctx->opt.bidir ? "bi" : "uni", ctx->opt.window, ctx->btl_ofi_so,
+               now.present ? "true" : "false");
+    } else {
+        printf("# %s: %s\n", ctx->name, what);
+        printf("# 2 ranks, %s window; btl_ofi counters %s; mca_btl_ofi.so: %s\n",
+               flavor_name(ctx->opt.flavor), now.present ? "present" : "absent",
+               ctx->btl_ofi_so[0] ? ctx->btl_ofi_so : "(not loaded)");
+        bench_print_columns(cols, n);
+    }
+    fflush(stdout);
+}
+
+void bench_row(const bench_ctx_t *ctx, const bench_field_t *f, int n)
+{
+    if (0 == ctx->rank) {
+        bench_print_row(ctx->name, ctx->opt.json, f, n);
+    }
+}
+
+size_t bench_slot(const bench_ctx_t *ctx, size_t size, int j)
+{
+    size_t slots = ctx->win_len / size;
+
+    return (slots ? (size_t) j % slots : 0) * size;
+}
+
+static double post_window(bench_issue_fn fn, void *arg, size_t size, int window)
+{
+    double t0 = bench_now();
+
+    for (int j = 0; j < window; ++j) {
+        fn(arg, size, j);
+    }
+    return bench_now() - t0;
+}
+
+bench_times_t bench_windowed(bench_ctx_t *ctx, int active, bench_issue_fn fn, void *arg,
+                             size_t size, int iters, int warmup)
+{
+    const int fence = BENCH_SYNC_FENCE == ctx->opt.sync;
+    bench_times_t t = {0, 0};
+    double t0 = 0;
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (fence) {
+        MPI_Win_fence(MPI_MODE_NOPRECEDE, ctx->win);
+    } else if (active) {
+        MPI_Win_lock_all(0, ctx->win);
+    }
+    for (int i = 0; i < warmup + iters; ++i) {
+        double post = 0;
+        if (i == warmup) {
+            t0 = bench_now();
+        }
+        if (active) {
+            post = post_window(fn, arg, size, ctx->opt.window);
+        }
+        if (fence) {
+            MPI_Win_fence(0, ctx->win);
+        } else if (active) {
+            MPI_Win_flush(ctx->peer, ctx->win);
+        }
+        t.post += (i >= warmup) ? post : 0;
+    }
+    t.elapsed = active ? bench_now() - t0 : 0;
+    if (fence) {
+        MPI_Win_fence(MPI_MODE_NOSUCCEED, ctx->win);
+    } else if (active) {
+        MPI_Win_unlock_all(ctx->win);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &t.elapsed, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &t.post, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return t;
+}
+
+int bench_exit_code(const bench_ctx_t *ctx, int failures, int rows_not_ours)
+{
+    if (failures) {
+        return BENCH_EXIT_FAIL;
+    }
+    return (ctx->opt.require_ofi && rows_not_ours) ? BENCH_EXIT_NOT_OURS : BENCH_EXIT_OK;
+}

@@ -1,0 +1,144 @@
+/*
+ * Shared pieces of the one-sided benchmarks (osc_latency, osc_bw, osc_msgrate,
+ * osc_atomic_rate): options, the size list, iteration scaling, windows, the
+ * proof-of-path probe over btl-ofi's counters, and one output routine that
+ * prints either a fixed-width table or JSON lines.
+ */
+#ifndef OSC_HARNESS_BENCH_COMMON_H
+#define OSC_HARNESS_BENCH_COMMON_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bench_output.h"
+#include "ofi_pvars.h"
+
+/* Exit codes every harness program uses; runners map 77 to "skipped". */
+#define BENCH_EXIT_OK 0
+#define BENCH_EXIT_FAIL 1
+#define BENCH_EXIT_NOT_OURS 2 /* only with --require-ofi */
+#define BENCH_EXIT_SKIP 77
+
+#define BENCH_MAX_SIZES 64
+#define BENCH_MAX_OPS 8
+
+typedef enum { BENCH_WIN_CREATE, BENCH_WIN_DYNAMIC } bench_flavor_t;
+typedef enum { BENCH_SYNC_FLUSH, BENCH_SYNC_FENCE } bench_sync_t;
+
+typedef struct bench_opts {
+    const char *ops[BENCH_MAX_OPS]; /* operations asked for (-o); empty: program default */
+    int nops;
+    size_t sizes[BENCH_MAX_SIZES]; /* ascending */
+    int nsizes;
+    int max_iters;     /* -i: iterations for the smallest messages */
+    int min_iters;     /* floor after scaling down for large messages */
+    int warmup;        /* -x: untimed iterations (-1: derived from iterations) */
+    size_t budget;     /* -B: bytes moved per size before iterations are lowered */
+    int window;        /* -W: operations per synchronization */
+    bench_flavor_t flavor;
+    bench_sync_t sync;
+    int bidir;
+    int json;
+    int require_ofi;
+    int default_sizes; /* neither -S nor -M given: programs may trim the list */
+} bench_opts_t;
+
+typedef struct bench_ctx {
+    const char *name; /* program name, the "bench" key of every record */
+    int rank, peer;
+    bench_opts_t opt;
+    MPI_Win win;
+    char *win_buf;       /* local window memory (page aligned) */
+    size_t win_len;
+    MPI_Aint peer_base;  /* displacement of the peer's window memory (0 unless dynamic) */
+    char *origin;        /* local source / destination buffer, win_len bytes */
+    char btl_ofi_so[512]; /* which mca_btl_ofi.so this process mapped, "" if none */
+} bench_ctx_t;
+
+/** Counter snapshot taken before a measured block. */
+typedef struct bench_probe {
+    ofi_pvars_t before;
+} bench_probe_t;
+
+/** What the probe proved about a measured block (same on every rank). */
+typedef struct bench_path {
+    unsigned long delta; /* sum over ranks of the counters in the mask */
+    int ours;            /* 1 if btl-ofi's counters moved */
+    const char *label;   /* "btl_ofi" or "not btl-ofi" */
+} bench_path_t;
+
+/* Counter masks for bench_probe_end(). */
+#define BENCH_CNT(id) (1u << (id))
+#define BENCH_CNT_RMA (BENCH_CNT(OFI_PVAR_PUTS) | BENCH_CNT(OFI_PVAR_GETS))
+#define BENCH_CNT_ANY (BENCH_CNT_RMA | BENCH_CNT(OFI_PVAR_ATOMICS))
+
+/**
+ * MPI_Init, option parsing and the 2-rank check.
+ * @retval BENCH_EXIT_OK to go on; any other value is the exit code (MPI already finalized
+ *         for 77 and usage errors).
+ */
+int bench_init(int *argc, char ***argv, const char *name, const char *usage_extra,
+               bench_ctx_t *ctx);
+void bench_finalize(bench_ctx_t *ctx);
+
+/** True if the op was asked for with -o (or -o was not given and dflt is true). */
+int bench_op_wanted(const bench_ctx_t *ctx, const char *op, int dflt);
+
+/** Iterations and warm-up for one message size (the budget lowers them for large sizes). */
+void bench_iterations(const bench_ctx_t *ctx, size_t size, int *iters, int *warmup);
+
+/**
+ * Create the window (Win_create or dynamic + attach) over len bytes, plus an origin buffer
+ * of the same length. @retval 0 on success, BENCH_EXIT_SKIP if the window cannot be created.
+ */
+int bench_window_open(bench_ctx_t *ctx, size_t len);
+void bench_window_close(bench_ctx_t *ctx);
+
+/** Target displacement of byte offset off in the peer's window. */
+static inline MPI_Aint bench_disp(const bench_ctx_t *ctx, size_t off)
+{
+    return ctx->peer_base + (MPI_Aint) off;
+}
+
+/* Probe: local snapshot, then a collective that sums the counters that moved. */
+void bench_probe_begin(bench_probe_t *probe);
+bench_path_t bench_probe_end(const bench_ctx_t *ctx, const bench_probe_t *probe, unsigned mask);
+
+/** Header comment lines and column names (rank 0 only; JSON mode prints a meta record). */
+void bench_header(const bench_ctx_t *ctx, const char *what, const bench_field_t *cols, int n);
+/** One result row (rank 0 only); flushed at once so a later crash keeps it. */
+void bench_row(const bench_ctx_t *ctx, const bench_field_t *fields, int n);
+
+/** Collective AND of a per-rank validity flag. */
+int bench_all_valid(int mine);
+
+/** Wall-clock seconds (MPI_Wtime). */
+static inline double bench_now(void)
+{
+    return MPI_Wtime();
+}
+
+/** Posts the j-th operation of a window of operations of one size. */
+typedef void (*bench_issue_fn)(void *arg, size_t size, int j);
+
+typedef struct bench_times {
+    double elapsed; /* seconds for the timed iterations (max over active ranks) */
+    double post;    /* of which in the posting calls (the rest is synchronization) */
+} bench_times_t;
+
+/**
+ * The windowed loop shared by bandwidth and rate programs: per iteration, each active rank
+ * posts opt.window operations then synchronizes (MPI_Win_flush to the peer inside one
+ * lock_all epoch, or MPI_Win_fence on both ranks). Collective; warm-up excluded from timing.
+ */
+bench_times_t bench_windowed(bench_ctx_t *ctx, int active, bench_issue_fn fn, void *arg,
+                             size_t size, int iters, int warmup);
+
+/** Byte offset of the j-th operation of a window: distinct slots while they fit. */
+size_t bench_slot(const bench_ctx_t *ctx, size_t size, int j);
+
+/** The exit code for the whole run given failures and whether every row was ours. */
+int bench_exit_code(const bench_ctx_t *ctx, int failures, int rows_not_ours);
+
+#endif

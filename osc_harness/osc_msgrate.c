@@ -1,0 +1,129 @@
+/*
+ * osc_msgrate: one-sided message rate.
+ *
+ * Rank 0 (both ranks with -d bi) posts -W puts or gets of one small size,
+ * then synchronizes (flush in a lock_all epoch, or fence), and reports
+ * messages per second together with the time spent inside each MPI_Put /
+ * MPI_Get call and per synchronization: the per-message software overhead
+ * of the one-sided stack, separated from the time the transfers take.
+ * Without -S or -M the size list stops at 8 KiB.
+ */
+
+#include <stdio.h>
+#include <string.h>
+
+#include "bench_common.h"
+
+#define MSGRATE_DEFAULT_MAX 8192
+
+typedef struct rate_op {
+    const char *name;
+    unsigned counters;
+    bench_issue_fn issue;
+} rate_op_t;
+
+static void put_issue(void *arg, size_t size, int j)
+{
+    bench_ctx_t *ctx = arg;
+    size_t off = bench_slot(ctx, size, j);
+
+    MPI_Put(ctx->origin + off, (int) size, MPI_BYTE, ctx->peer, bench_disp(ctx, off), (int) size,
+            MPI_BYTE, ctx->win);
+}
+
+static void get_issue(void *arg, size_t size, int j)
+{
+    bench_ctx_t *ctx = arg;
+    size_t off = bench_slot(ctx, size, j);
+
+    MPI_Get(ctx->origin + off, (int) size, MPI_BYTE, ctx->peer, bench_disp(ctx, off), (int) size,
+            MPI_BYTE, ctx->win);
+}
+
+static const rate_op_t rate_ops[] = {
+    {"put", BENCH_CNT(OFI_PVAR_PUTS), put_issue},
+    {"get", BENCH_CNT(OFI_PVAR_GETS), get_issue},
+};
+
+#define NCOLS 8
+
+static const bench_field_t columns[NCOLS] = {
+    BENCH_STR("op", 6, ""),         BENCH_STR("size", 8, ""),      BENCH_STR("iters", 8, ""),
+    BENCH_STR("msgs_per_s", 14, ""), BENCH_STR("post_ns", 10, ""), BENCH_STR("sync_us", 10, ""),
+    BENCH_STR("carried_by", 13, ""), BENCH_STR("ofi_ops", 10, ""),
+};
+
+static void run_one(bench_ctx_t *ctx, const rate_op_t *op, size_t size, int *not_ours)
+{
+    const int window = ctx->opt.window;
+    const int active = 0 == ctx->rank || ctx->opt.bidir;
+    int iters, warmup;
+    double msgs;
+    bench_probe_t probe;
+    bench_path_t path;
+    bench_times_t t;
+
+    bench_iterations(ctx, size * (size_t) window, &iters, &warmup);
+    bench_probe_begin(&probe);
+    t = bench_windowed(ctx, active, op->issue, ctx, size, iters, warmup);
+    path = bench_probe_end(ctx, &probe, op->counters);
+    *not_ours += !path.ours;
+    msgs = (double) window * iters;
+
+    bench_field_t row[NCOLS] = {
+        BENCH_STR("op", 6, op->name),
+        BENCH_INT("size", 8, size),
+        BENCH_INT("iters", 8, iters),
+        BENCH_DBL("msgs_per_s", 14, 0, msgs * (ctx->opt.bidir ? 2 : 1) / t.elapsed),
+        BENCH_DBL("post_ns", 10, 1, 1e9 * t.post / msgs),
+        BENCH_DBL("sync_us", 10, 3, 1e6 * (t.elapsed - t.post) / iters),
+        BENCH_STR("carried_by", 13, path.label),
+        BENCH_INT("ofi_ops", 10, path.delta),
+    };
+    bench_row(ctx, row, NCOLS);
+}
+
+static int run(bench_ctx_t *ctx)
+{
+    size_t max;
+    char what[160];
+    int not_ours = 0, rc;
+
+    if (ctx->opt.default_sizes) {
+        while (ctx->opt.nsizes > 1 && ctx->opt.sizes[ctx->opt.nsizes - 1] > MSGRATE_DEFAULT_MAX) {
+            --ctx->opt.nsizes;
+        }
+    }
+    max = ctx->opt.sizes[ctx->opt.nsizes - 1];
+    rc = bench_window_open(ctx, max * (size_t) ctx->opt.window);
+    if (BENCH_EXIT_OK != rc) {
+        return rc;
+    }
+    memset(ctx->origin, 0x3c, ctx->win_len);
+    snprintf(what, sizeof(what), "%s message rate, %d operations per %s",
+             ctx->opt.bidir ? "bidirectional" : "unidirectional", ctx->opt.window,
+             BENCH_SYNC_FLUSH == ctx->opt.sync ? "MPI_Win_flush (lock_all epoch)" : "MPI_Win_fence");
+    bench_header(ctx, what, columns, NCOLS);
+    for (size_t o = 0; o < sizeof(rate_ops) / sizeof(rate_ops[0]); ++o) {
+        if (!bench_op_wanted(ctx, rate_ops[o].name, 1)) {
+            continue;
+        }
+        for (int s = 0; s < ctx->opt.nsizes; ++s) {
+            run_one(ctx, &rate_ops[o], ctx->opt.sizes[s], &not_ours);
+        }
+    }
+    return bench_exit_code(ctx, 0, not_ours);
+}
+
+int main(int argc, char **argv)
+{
+    bench_ctx_t ctx;
+    int rc = bench_init(&argc, &argv, "osc_msgrate", " (put,get; default both)", &ctx);
+
+    if (BENCH_EXIT_OK != rc) {
+        return rc;
+    }
+    rc = run(&ctx);
+    bench_finalize(&ctx);
+    return rc;
+}
