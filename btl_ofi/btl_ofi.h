@@ -75,6 +75,7 @@ enum mca_btl_ofi_counter_id_t {
     MCA_BTL_OFI_CNT_REGISTRATIONS,
     MCA_BTL_OFI_CNT_REGISTRATIONS_LIVE,
     MCA_BTL_OFI_CNT_POST_EAGAIN,
+    MCA_BTL_OFI_CNT_REFUSED,
     MCA_BTL_OFI_CNT_MAX,
 };
 
@@ -319,6 +320,7 @@ static inline int mca_btl_ofi_remote_addr(const mca_btl_ofi_module_t *module,
                                           uint64_t address, size_t size, uint64_t *translated)
 {
     if (address < handle->base || size > handle->len || address - handle->base > handle->len - size) {
+        mca_btl_ofi_count(MCA_BTL_OFI_CNT_REFUSED, 1);
         return OPAL_ERR_BAD_PARAM;
     }
     *translated = module->virt_addr ? address : address - handle->base;
@@ -408,11 +410,19 @@ int mca_btl_ofi_finalize(struct mca_btl_base_module_t *btl);
 /** Drop any btl_ofi_flags bit the user set that this BTL cannot honour. */
 void mca_btl_ofi_module_limit_flags(mca_btl_ofi_module_t *module);
 
-/** Argument check shared by every data-transfer entry point. */
+/**
+ * Argument check shared by every data-transfer entry point. osc/rdma 4.1 calls
+ * compare-and-swap on node-local Win_allocate windows with no registration
+ * handle (open-mpi/ompi#7967); refusing it sends osc/rdma down its local path.
+ */
 static inline bool mca_btl_ofi_args_ok(const struct mca_btl_base_endpoint_t *endpoint,
                                        const struct mca_btl_base_registration_handle_t *remote)
 {
-    return NULL != endpoint && NULL != remote;
+    if (OPAL_LIKELY(NULL != endpoint && NULL != remote)) {
+        return true;
+    }
+    mca_btl_ofi_count(MCA_BTL_OFI_CNT_REFUSED, 1);
+    return false;
 }
 
 END_C_DECLS

@@ -11,6 +11,7 @@
 
 #include "btl_ofi.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "opal/util/show_help.h"
@@ -71,10 +72,44 @@ static uint8_t mca_btl_ofi_probe_op(struct fid_ep *ep, enum fi_datatype dt, enum
     return native;
 }
 
+/*
+ * Advertise every op the BTL executes atomically: natively, or through the
+ * compare-and-swap loop (atomic with respect to every other BTL atomic).
+ * Which is which goes to the verbose output.
+ */
+static uint32_t mca_btl_ofi_atomics_advertise(const mca_btl_ofi_atomic_caps_t *caps)
+{
+    const uint8_t both = MCA_BTL_OFI_NATIVE_OP | MCA_BTL_OFI_NATIVE_FOP;
+    char native_ops[128] = "", emulated_ops[128] = "";
+    uint32_t flags = MCA_BTL_ATOMIC_SUPPORTS_CSWAP;
+
+    for (int op = 0; op < MCA_BTL_ATOMIC_LAST; ++op) {
+        char *list;
+        if (!mca_btl_ofi_atomic_table[op].valid) {
+            continue;
+        }
+        flags |= mca_btl_ofi_atomic_table[op].support;
+        list = (both == (caps->native[op][0] & both)) ? native_ops : emulated_ops;
+        snprintf(list + strlen(list), sizeof(native_ops) - strlen(list), "%s%s",
+                 list[0] ? "," : "", mca_btl_ofi_atomic_table[op].name);
+    }
+    opal_output_verbose(10, mca_btl_ofi_output,
+                        "btl:ofi: 64-bit atomics native: %s; through compare-and-swap: %s",
+                        native_ops[0] ? native_ops : "none",
+                        emulated_ops[0] ? emulated_ops : "none");
+    if (caps->cswap[1]) {
+        /* 32-bit ops are served natively or through a 32-bit compare-and-swap loop. */
+        flags |= MCA_BTL_ATOMIC_SUPPORTS_32BIT;
+    }
+    if (caps->cswap[2] && caps->cswap[3]) {
+        flags |= MCA_BTL_ATOMIC_SUPPORTS_FLOAT;
+    }
+    return flags;
+}
+
 int mca_btl_ofi_atomics_probe(mca_btl_ofi_module_t *module)
 {
     mca_btl_ofi_atomic_caps_t *caps = &module->atomics;
-    uint32_t flags = 0;
 
     memset(caps, 0, sizeof(*caps));
     for (int dt = 0; dt < MCA_BTL_OFI_ATOMIC_DT_COUNT; ++dt) {
@@ -100,22 +135,7 @@ int mca_btl_ofi_atomics_probe(mca_btl_ofi_module_t *module)
         return OPAL_ERR_NOT_SUPPORTED;
     }
 
-    /* Advertise what the provider does natively for 64-bit integers. */
-    for (int op = 0; op < MCA_BTL_ATOMIC_LAST; ++op) {
-        const uint8_t both = MCA_BTL_OFI_NATIVE_OP | MCA_BTL_OFI_NATIVE_FOP;
-        if (mca_btl_ofi_atomic_table[op].valid && both == (caps->native[op][0] & both)) {
-            flags |= mca_btl_ofi_atomic_table[op].support;
-        }
-    }
-    flags |= MCA_BTL_ATOMIC_SUPPORTS_CSWAP;
-    if (caps->cswap[1]) {
-        /* 32-bit ops are served natively or through a 32-bit compare-and-swap loop. */
-        flags |= MCA_BTL_ATOMIC_SUPPORTS_32BIT;
-    }
-    if (caps->cswap[2] && caps->cswap[3]) {
-        flags |= MCA_BTL_ATOMIC_SUPPORTS_FLOAT;
-    }
-    module->super.btl_atomic_flags = flags;
+    module->super.btl_atomic_flags = mca_btl_ofi_atomics_advertise(caps);
     return OPAL_SUCCESS;
 }
 
