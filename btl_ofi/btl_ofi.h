@@ -28,6 +28,7 @@
 #include "opal/class/opal_list.h"
 #include "opal/mca/btl/base/base.h"
 #include "opal/mca/btl/btl.h"
+#include "opal/mca/base/mca_base_var_enum.h"
 #include "opal/threads/mutex.h"
 #include "opal/util/output.h"
 
@@ -58,6 +59,9 @@ enum mca_btl_ofi_completion_t {
     MCA_BTL_OFI_COMPLETION_DELIVERY = 1,
     /** flush issues a read ordered after the writes and waits for it */
     MCA_BTL_OFI_COMPLETION_READ_PROOF = 2,
+    /** debug, unsafe: flush waits for local completions only (the negative control of
+     *  the visibility tests) */
+    MCA_BTL_OFI_COMPLETION_LOCAL = 3,
 };
 
 /** Counters exposed as MPI_T performance variables (see btl_ofi_pvar.c). */
@@ -178,6 +182,7 @@ typedef struct mca_btl_ofi_module_t {
     bool prov_key;          /**< FI_MR_PROV_KEY: the provider picks keys */
     bool local_only;        /**< the provider reaches only this node */
     bool delivery_complete; /**< completions imply remote visibility */
+    bool prove_remote;      /**< flush must prove remote completion (not delivery_complete) */
     uint64_t key_mask;      /**< keys this BTL picks fit in mr_key_size bytes */
     atomic_uint_fast64_t next_key;
 
@@ -223,6 +228,8 @@ typedef struct mca_btl_ofi_component_t {
 } mca_btl_ofi_component_t;
 
 OPAL_MODULE_DECLSPEC extern mca_btl_ofi_component_t mca_btl_ofi_component;
+/** Names of btl_ofi_completion values, terminated by {0, NULL}. */
+extern const mca_base_var_enum_value_t mca_btl_ofi_completion_values[];
 extern mca_btl_ofi_module_t mca_btl_ofi_module_template;
 
 /* ---- counters ---------------------------------------------------------- */
@@ -258,6 +265,9 @@ struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads);
  * @retval OPAL_SUCCESS with *mask set, or OPAL_ERR_BAD_PARAM (mask untouched)
  */
 int mca_btl_ofi_mr_mode_parse(const char *text, uint64_t *mask);
+
+/** "delivery", "read_proof" or "local ...": how flush proves completion with this info. */
+const char *mca_btl_ofi_completion_name(const struct fi_info *info);
 
 /** Human-readable list of MR mode bits, e.g. "virt_addr|prov_key" (static buffer). */
 const char *mca_btl_ofi_mr_mode_str(uint64_t mr_mode, char *buf, size_t len);

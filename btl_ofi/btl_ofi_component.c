@@ -38,10 +38,11 @@ mca_btl_ofi_component_t mca_btl_ofi_component = {
     },
 };
 
-static const mca_base_var_enum_value_t mca_btl_ofi_completion_values[] = {
+const mca_base_var_enum_value_t mca_btl_ofi_completion_values[] = {
     {MCA_BTL_OFI_COMPLETION_AUTO, "auto"},
     {MCA_BTL_OFI_COMPLETION_DELIVERY, "delivery"},
     {MCA_BTL_OFI_COMPLETION_READ_PROOF, "read_proof"},
+    {MCA_BTL_OFI_COMPLETION_LOCAL, "local"},
     {0, NULL},
 };
 
@@ -106,7 +107,9 @@ static int mca_btl_ofi_component_register(void)
         "completion",
         "How remote completion is proven: delivery (FI_DELIVERY_COMPLETE on every operation), "
         "read_proof (flush reads from each written peer after the writes, relying on the "
-        "provider's read-after-write ordering), auto (delivery when the provider grants it)",
+        "provider's read-after-write ordering), auto (delivery when the provider grants it). "
+        "local is a debug setting that breaks MPI semantics: flush then waits for local "
+        "completions only",
         MCA_BTL_OFI_COMPLETION_AUTO, completion_enum, &mca_btl_ofi_component.completion);
     OBJ_RELEASE(completion_enum);
 

@@ -45,6 +45,8 @@ static void mca_btl_ofi_negotiated(mca_btl_ofi_module_t *module)
     module->virt_addr = !!(info->domain_attr->mr_mode & FI_MR_VIRT_ADDR);
     module->prov_key = !!(info->domain_attr->mr_mode & FI_MR_PROV_KEY);
     module->delivery_complete = !!(info->tx_attr->op_flags & FI_DELIVERY_COMPLETE);
+    module->prove_remote = !module->delivery_complete &&
+                           MCA_BTL_OFI_COMPLETION_LOCAL != mca_btl_ofi_component.completion;
     module->local_only = mca_btl_ofi_local_only(info);
     /* BTL-chosen keys must fit the provider's key size; key 0 is never handed out. */
     module->key_mask = (0 == key_size || key_size >= 8) ? UINT64_MAX

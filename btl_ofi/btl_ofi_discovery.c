@@ -259,9 +259,9 @@ static bool mca_btl_ofi_check_include(const mca_btl_ofi_filter_t *filter,
 }
 
 /* Nothing qualified: say why, naming the provider and what it asked for. */
-static void mca_btl_ofi_explain(const mca_btl_ofi_filter_t *filter, const struct fi_info *all,
-                                uint64_t op_flags)
+static void mca_btl_ofi_explain(const mca_btl_ofi_filter_t *filter, const struct fi_info *all)
 {
+    const char *completion = "?";
     char asked[128], allowed[128], served[128];
     const char *fi_provider = getenv("FI_PROVIDER");
 
@@ -291,13 +291,27 @@ static void mca_btl_ofi_explain(const mca_btl_ofi_filter_t *filter, const struct
             return;
         }
     }
+    for (int i = 0; NULL != mca_btl_ofi_completion_values[i].string; ++i) {
+        if (mca_btl_ofi_completion_values[i].value == mca_btl_ofi_component.completion) {
+            completion = mca_btl_ofi_completion_values[i].string;
+        }
+    }
     opal_show_help("help-mpi-btl-ofi.txt", "no-provider", true, opal_process_info.nodename,
                    mca_btl_ofi_component.provider_include ? mca_btl_ofi_component.provider_include
                                                           : "(all)",
                    mca_btl_ofi_component.provider_exclude ? mca_btl_ofi_component.provider_exclude
                                                           : "(none)",
-                   (op_flags & FI_DELIVERY_COMPLETE) ? "delivery" : "read_proof",
-                   fi_provider ? fi_provider : "(not set)");
+                   completion, fi_provider ? fi_provider : "(not set)");
+}
+
+const char *mca_btl_ofi_completion_name(const struct fi_info *info)
+{
+    if (info->tx_attr->op_flags & FI_DELIVERY_COMPLETE) {
+        return "delivery";
+    }
+    return (MCA_BTL_OFI_COMPLETION_LOCAL == mca_btl_ofi_component.completion)
+               ? "local (unsafe debug setting)"
+               : "read_proof";
 }
 
 static const struct fi_info *mca_btl_ofi_first_wanted(const mca_btl_ofi_filter_t *filter,
@@ -314,37 +328,48 @@ static const struct fi_info *mca_btl_ofi_first_wanted(const mca_btl_ofi_filter_t
 /* Ordering that makes a read a proof that earlier writes and atomics landed. */
 #define MCA_BTL_OFI_PROOF_ORDER (FI_ORDER_RMA_RAW | FI_ORDER_ATOMIC_RAW)
 
-static struct fi_info *mca_btl_ofi_select(const mca_btl_ofi_filter_t *filter,
-                                          bool enable_mpi_threads, uint64_t *op_flags)
+/* The first wanted provider granting op_flags and msg_order, duplicated; NULL if none. */
+static struct fi_info *mca_btl_ofi_try(const mca_btl_ofi_filter_t *filter, bool enable_mpi_threads,
+                                       uint64_t op_flags, uint64_t msg_order)
 {
     uint64_t allowed = mca_btl_ofi_component.mr_mode_allowed & MCA_BTL_OFI_MR_SERVED;
-    int completion = mca_btl_ofi_component.completion;
-    struct fi_info *list = NULL, *chosen = NULL;
-    const struct fi_info *match = NULL;
+    struct fi_info *list = mca_btl_ofi_getinfo(allowed, op_flags, msg_order, enable_mpi_threads);
+    const struct fi_info *match = mca_btl_ofi_first_wanted(filter, list);
+    struct fi_info *chosen = match ? fi_dupinfo(match) : NULL;
 
-    if (MCA_BTL_OFI_COMPLETION_READ_PROOF != completion) {
-        *op_flags = FI_DELIVERY_COMPLETE;
-        list = mca_btl_ofi_getinfo(allowed, *op_flags, 0, enable_mpi_threads);
-        match = mca_btl_ofi_first_wanted(filter, list);
-    }
-    if (NULL == match && MCA_BTL_OFI_COMPLETION_DELIVERY != completion) {
-        fi_freeinfo(list);
-        *op_flags = 0;
-        list = mca_btl_ofi_getinfo(allowed, 0, MCA_BTL_OFI_PROOF_ORDER, enable_mpi_threads);
-        match = mca_btl_ofi_first_wanted(filter, list);
-    }
-    if (NULL != match) {
-        chosen = fi_dupinfo(match);
-    }
     fi_freeinfo(list);
     return chosen;
+}
+
+/*
+ * auto: delivery-complete if granted, else read-after-write ordering for the proof reads;
+ * delivery / read_proof: only that; local: neither (debug).
+ */
+static struct fi_info *mca_btl_ofi_select(const mca_btl_ofi_filter_t *filter,
+                                          bool enable_mpi_threads)
+{
+    struct fi_info *chosen = NULL;
+
+    switch (mca_btl_ofi_component.completion) {
+    case MCA_BTL_OFI_COMPLETION_LOCAL:
+        return mca_btl_ofi_try(filter, enable_mpi_threads, 0, 0);
+    case MCA_BTL_OFI_COMPLETION_READ_PROOF:
+        return mca_btl_ofi_try(filter, enable_mpi_threads, 0, MCA_BTL_OFI_PROOF_ORDER);
+    case MCA_BTL_OFI_COMPLETION_DELIVERY:
+        return mca_btl_ofi_try(filter, enable_mpi_threads, FI_DELIVERY_COMPLETE, 0);
+    default:
+        chosen = mca_btl_ofi_try(filter, enable_mpi_threads, FI_DELIVERY_COMPLETE, 0);
+        if (NULL == chosen) {
+            chosen = mca_btl_ofi_try(filter, enable_mpi_threads, 0, MCA_BTL_OFI_PROOF_ORDER);
+        }
+        return chosen;
+    }
 }
 
 struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads)
 {
     mca_btl_ofi_filter_t filter = {NULL, NULL};
     struct fi_info *all = NULL, *chosen = NULL;
-    uint64_t op_flags = 0;
     char mode[128];
 
     if (mca_btl_ofi_component.provider_include && *mca_btl_ofi_component.provider_include &&
@@ -367,9 +392,9 @@ struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads)
         goto out;
     }
 
-    chosen = mca_btl_ofi_select(&filter, enable_mpi_threads, &op_flags);
+    chosen = mca_btl_ofi_select(&filter, enable_mpi_threads);
     if (NULL == chosen) {
-        mca_btl_ofi_explain(&filter, all, op_flags);
+        mca_btl_ofi_explain(&filter, all);
         goto out;
     }
 
@@ -379,8 +404,7 @@ struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads)
                         chosen->fabric_attr->prov_name, chosen->fabric_attr->name,
                         chosen->domain_attr->name,
                         mca_btl_ofi_mr_mode_str(chosen->domain_attr->mr_mode, mode, sizeof(mode)),
-                        (chosen->tx_attr->op_flags & FI_DELIVERY_COMPLETE) ? "delivery"
-                                                                           : "read_proof");
+                        mca_btl_ofi_completion_name(chosen));
 out:
     fi_freeinfo(all);
     opal_argv_free(filter.include);

@@ -180,7 +180,7 @@ int mca_btl_ofi_flush(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
 
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_FLUSHES, 1);
     mca_btl_ofi_drain(module);
-    if (!module->delivery_complete) {
+    if (module->prove_remote) {
         rc = (NULL != endpoint) ? mca_btl_ofi_prove_endpoint(module, endpoint)
                                 : mca_btl_ofi_prove_all(module);
         mca_btl_ofi_drain(module);
