@@ -7,18 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Powers of two from 1 B to 4 MiB, and sizes that are not: odd, decimal, unaligned. */
-static const size_t default_sizes[] = {
-    1,      2,      3,      4,      8,       16,      32,      64,      100,     128,
-    256,    512,    1000,   1024,   2048,    4096,    8192,    12000,   16384,   32768,
-    65536,  100000, 131072, 262144, 524288,  1000000, 1048576, 2097152, 3000000, 4194304,
-};
-
-#define BENCH_DEFAULT_MAX_ITERS 10000
-#define BENCH_DEFAULT_MIN_ITERS 10
-#define BENCH_DEFAULT_BUDGET (256UL << 20)
-#define BENCH_DEFAULT_WINDOW 64
-
 static char ops_storage[256];
 
 static void usage(const char *name, const char *extra)
@@ -42,43 +30,10 @@ static void usage(const char *name, const char *extra)
             name, extra ? extra : "", BENCH_DEFAULT_MAX_ITERS, BENCH_DEFAULT_WINDOW);
 }
 
-static int parse_size(const char *text, size_t *out)
-{
-    char *end;
-    unsigned long long v = strtoull(text, &end, 10);
-
-    if (end == text) {
-        return -1;
-    }
-    if ('K' == *end || 'k' == *end) {
-        v <<= 10, ++end;
-    } else if ('M' == *end || 'm' == *end) {
-        v <<= 20, ++end;
-    }
-    if ('\0' != *end || 0 == v) {
-        return -1;
-    }
-    *out = (size_t) v;
-    return 0;
-}
-
-static int cmp_size(const void *a, const void *b)
-{
-    size_t x = *(const size_t *) a, y = *(const size_t *) b;
-    return (x > y) - (x < y);
-}
-
 static int parse_sizes(bench_opts_t *opt, char *list)
 {
-    opt->nsizes = 0;
-    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-        if (opt->nsizes == BENCH_MAX_SIZES || parse_size(tok, &opt->sizes[opt->nsizes])) {
-            return -1;
-        }
-        ++opt->nsizes;
-    }
-    qsort(opt->sizes, (size_t) opt->nsizes, sizeof(size_t), cmp_size);
-    return opt->nsizes ? 0 : -1;
+    opt->nsizes = bench_parse_size_list(list, opt->sizes, BENCH_MAX_SIZES);
+    return opt->nsizes > 0 ? 0 : -1;
 }
 
 static int parse_ops(bench_opts_t *opt, const char *list)
@@ -92,16 +47,6 @@ static int parse_ops(bench_opts_t *opt, const char *list)
         opt->ops[opt->nops++] = tok;
     }
     return 0;
-}
-
-static void default_sizes_between(bench_opts_t *opt, size_t min, size_t max)
-{
-    opt->nsizes = 0;
-    for (size_t i = 0; i < sizeof(default_sizes) / sizeof(default_sizes[0]); ++i) {
-        if (default_sizes[i] >= min && default_sizes[i] <= max) {
-            opt->sizes[opt->nsizes++] = default_sizes[i];
-        }
-    }
 }
 
 /* Returns 0, or -1 on a usage error. */
@@ -127,10 +72,10 @@ static int parse_opts(int argc, char **argv, bench_opts_t *opt)
             explicit_sizes = 1;
             break;
         case 'm':
-            if (parse_size(optarg, &min)) return -1;
+            if (bench_parse_size(optarg, &min)) return -1;
             break;
         case 'M':
-            if (parse_size(optarg, &max)) return -1;
+            if (bench_parse_size(optarg, &max)) return -1;
             break;
         case 'i':
             opt->max_iters = atoi(optarg);
@@ -141,7 +86,7 @@ static int parse_opts(int argc, char **argv, bench_opts_t *opt)
             opt->warmup = atoi(optarg);
             break;
         case 'B':
-            if (parse_size(optarg, &opt->budget)) return -1;
+            if (bench_parse_size(optarg, &opt->budget)) return -1;
             break;
         case 'W':
             opt->window = atoi(optarg);
@@ -174,7 +119,7 @@ static int parse_opts(int argc, char **argv, bench_opts_t *opt)
     }
     if (!explicit_sizes) {
         opt->default_sizes = (4UL << 20) == max;
-        default_sizes_between(opt, min, max);
+        opt->nsizes = bench_default_sizes(min, max, opt->sizes, BENCH_MAX_SIZES);
     }
     return opt->nsizes ? 0 : -1;
 }
@@ -257,20 +202,8 @@ int bench_op_wanted(const bench_ctx_t *ctx, const char *op, int dflt)
 
 void bench_iterations(const bench_ctx_t *ctx, size_t size, int *iters, int *warmup)
 {
-    size_t n = (size_t) ctx->opt.max_iters;
-
-    if (size * n > ctx->opt.budget) {
-        n = ctx->opt.budget / size;
-    }
-    if (n < (size_t) ctx->opt.min_iters) {
-        n = (size_t) ctx->opt.min_iters;
-    }
-    *iters = (int) n;
-    if (ctx->opt.warmup >= 0) {
-        *warmup = ctx->opt.warmup;
-    } else {
-        *warmup = (int) (n / 10 > 100 ? 100 : (n / 10 < 2 ? 2 : n / 10));
-    }
+    bench_scale_iterations(size, ctx->opt.max_iters, ctx->opt.min_iters, ctx->opt.budget,
+                           ctx->opt.warmup, iters, warmup);
 }
 
 static void *page_alloc(size_t len)

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "bench_output.h"
+#include "bench_sizes.h"
 #include "ofi_pvars.h"
 
 /* Exit codes every harness program uses; runners map 77 to "skipped". */
@@ -20,7 +21,6 @@
 #define BENCH_EXIT_NOT_OURS 2 /* only with --require-ofi */
 #define BENCH_EXIT_SKIP 77
 
-#define BENCH_MAX_SIZES 64
 #define BENCH_MAX_OPS 8
 
 typedef enum { BENCH_WIN_CREATE, BENCH_WIN_DYNAMIC } bench_flavor_t;

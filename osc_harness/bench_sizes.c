@@ -1,0 +1,85 @@
+/* Message sizes and iteration counts (see bench_sizes.h). */
+#include "bench_sizes.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Powers of two from 1 B to 4 MiB, and sizes that are not: odd, decimal, unaligned. */
+static const size_t default_sizes[] = {
+    1,      2,      3,      4,      8,       16,      32,      64,      100,     128,
+    256,    512,    1000,   1024,   2048,    4096,    8192,    12000,   16384,   32768,
+    65536,  100000, 131072, 262144, 524288,  1000000, 1048576, 2097152, 3000000, 4194304,
+};
+
+int bench_parse_size(const char *text, size_t *out)
+{
+    char *end;
+    unsigned long long v = strtoull(text, &end, 10);
+
+    if (end == text) {
+        return -1;
+    }
+    if ('K' == *end || 'k' == *end) {
+        v <<= 10, ++end;
+    } else if ('M' == *end || 'm' == *end) {
+        v <<= 20, ++end;
+    }
+    if ('\0' != *end || 0 == v) {
+        return -1;
+    }
+    *out = (size_t) v;
+    return 0;
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *) a, y = *(const size_t *) b;
+    return (x > y) - (x < y);
+}
+
+int bench_parse_size_list(char *list, size_t *sizes, int max)
+{
+    int n = 0;
+    char *save = NULL;
+
+    for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (n == max || bench_parse_size(tok, &sizes[n])) {
+            return -1;
+        }
+        ++n;
+    }
+    qsort(sizes, (size_t) n, sizeof(size_t), cmp_size);
+    return n ? n : -1;
+}
+
+int bench_default_sizes(size_t min, size_t max, size_t *sizes, int max_count)
+{
+    int n = 0;
+
+    for (size_t i = 0; i < sizeof(default_sizes) / sizeof(default_sizes[0]) && n < max_count;
+         ++i) {
+        if (default_sizes[i] >= min && default_sizes[i] <= max) {
+            sizes[n++] = default_sizes[i];
+        }
+    }
+    return n;
+}
+
+void bench_scale_iterations(size_t bytes_per_iter, int max_iters, int min_iters, size_t budget,
+                            int warmup, int *iters_out, int *warmup_out)
+{
+    size_t n = (size_t) max_iters;
+
+    if (bytes_per_iter * n > budget) {
+        n = budget / bytes_per_iter;
+    }
+    if (n < (size_t) min_iters) {
+        n = (size_t) min_iters;
+    }
+    *iters_out = (int) n;
+    if (warmup >= 0) {
+        *warmup_out = warmup;
+    } else {
+        *warmup_out = (int) (n / 10 > 100 ? 100 : (n / 10 < 2 ? 2 : n / 10));
+    }
+}
