@@ -221,6 +221,9 @@ typedef struct mca_btl_ofi_component_t {
     int progress_batch;
     int op_free_list_max;
     bool force_atomic_emulation;
+    int inject_eagain_permille; /**< debug: posts refused as -FI_EAGAIN, per 1000 */
+    int inject_cq_error_every;  /**< debug: every Nth put/get uses a corrupted key */
+    atomic_uint_fast64_t inject_ticket;
 
     atomic_uint_fast64_t counters[MCA_BTL_OFI_CNT_MAX];
 
@@ -338,6 +341,14 @@ static inline int mca_btl_ofi_remote_addr(const mca_btl_ofi_module_t *module,
 }
 
 /* ---- operations (btl_ofi_ops.c) ---------------------------------------- */
+
+/**
+ * Debug fault injection (off by default): whether this put/get/atomic is
+ * refused as if the provider returned -FI_EAGAIN.
+ */
+bool mca_btl_ofi_inject_eagain(void);
+/** Debug fault injection: the key to post with (corrupted every Nth put/get). */
+uint64_t mca_btl_ofi_inject_key(uint64_t key);
 
 /** Take an operation context and count it as outstanding. */
 mca_btl_ofi_op_t *mca_btl_ofi_op_alloc(mca_btl_ofi_module_t *module, mca_btl_ofi_op_kind_t kind,

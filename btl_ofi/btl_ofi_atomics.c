@@ -303,6 +303,9 @@ static int mca_btl_ofi_atomic_begin(mca_btl_ofi_module_t *module,
                                                               mca_btl_ofi_dt_size(dt), target))) {
         return OPAL_ERR_BAD_PARAM;
     }
+    if (OPAL_UNLIKELY(mca_btl_ofi_inject_eagain())) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
     *op = mca_btl_ofi_op_alloc(module, MCA_BTL_OFI_OP_ATOMIC, endpoint, local_address,
                                local_handle, cbfunc, cbcontext, cbdata);
     if (OPAL_UNLIKELY(NULL == *op)) {

@@ -54,6 +54,8 @@ static const struct {
 } mca_btl_ofi_int_params[] = {
     {"progress_batch", &mca_btl_ofi_component.progress_batch, 1, MCA_BTL_OFI_MAX_CQ_BATCH},
     {"op_free_list_max", &mca_btl_ofi_component.op_free_list_max, -1, 1 << 24},
+    {"inject_eagain", &mca_btl_ofi_component.inject_eagain_permille, 0, 1000},
+    {"inject_cq_error", &mca_btl_ofi_component.inject_cq_error_every, 0, INT32_MAX},
 };
 
 static int mca_btl_ofi_register_string(const char *name, const char *help, char **storage)
@@ -128,6 +130,15 @@ static int mca_btl_ofi_component_register(void)
         "as for ops the provider lacks",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_btl_ofi_component.force_atomic_emulation);
+
+    mca_btl_ofi_register_int("inject_eagain",
+                             "Debug fault injection: per 1000 puts, gets and atomics, how many "
+                             "are refused as if the provider returned -FI_EAGAIN (0 to 1000)",
+                             0, NULL, &mca_btl_ofi_component.inject_eagain_permille);
+    mca_btl_ofi_register_int("inject_cq_error",
+                             "Debug fault injection: post every Nth put or get with a corrupted "
+                             "remote key, so that the provider reports an error completion (0: off)",
+                             0, NULL, &mca_btl_ofi_component.inject_cq_error_every);
 
     (void) mca_btl_ofi_pvar_register();
 

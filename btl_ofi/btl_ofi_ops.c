@@ -12,6 +12,38 @@
 
 OBJ_CLASS_INSTANCE(mca_btl_ofi_op_t, opal_free_list_item_t, NULL, NULL);
 
+/* One shared ticket counter: injection is deterministic for a given sequence of calls. */
+static uint64_t mca_btl_ofi_ticket(void)
+{
+    return atomic_fetch_add_explicit(&mca_btl_ofi_component.inject_ticket, 1,
+                                     memory_order_relaxed);
+}
+
+bool mca_btl_ofi_inject_eagain(void)
+{
+    int permille = mca_btl_ofi_component.inject_eagain_permille;
+
+    if (OPAL_LIKELY(0 == permille)) {
+        return false;
+    }
+    /* Knuth's multiplicative hash spreads consecutive tickets over 0..999. */
+    if ((mca_btl_ofi_ticket() * UINT64_C(2654435761)) % 1000 < (uint64_t) permille) {
+        mca_btl_ofi_count(MCA_BTL_OFI_CNT_POST_EAGAIN, 1);
+        return true;
+    }
+    return false;
+}
+
+uint64_t mca_btl_ofi_inject_key(uint64_t key)
+{
+    int every = mca_btl_ofi_component.inject_cq_error_every;
+
+    if (OPAL_LIKELY(0 == every) || 0 != (mca_btl_ofi_ticket() + 1) % (uint64_t) every) {
+        return key;
+    }
+    return key ^ UINT64_C(0x5a5a5a5a00000000) ^ UINT64_C(0x2a);
+}
+
 mca_btl_ofi_op_t *mca_btl_ofi_op_alloc(mca_btl_ofi_module_t *module, mca_btl_ofi_op_kind_t kind,
                                        struct mca_btl_base_endpoint_t *endpoint,
                                        void *local_address,

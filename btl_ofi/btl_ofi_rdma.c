@@ -43,6 +43,9 @@ static int mca_btl_ofi_rma(mca_btl_ofi_module_t *module, mca_btl_ofi_rma_fn_t po
                                                               remote_address, size, &target))) {
         return OPAL_ERR_BAD_PARAM;
     }
+    if (OPAL_UNLIKELY(mca_btl_ofi_inject_eagain())) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
     op = mca_btl_ofi_op_alloc(module, MCA_BTL_OFI_OP_RMA, endpoint, local_address, local_handle,
                               cbfunc, cbcontext, cbdata);
     if (OPAL_UNLIKELY(NULL == op)) {
@@ -51,7 +54,8 @@ static int mca_btl_ofi_rma(mca_btl_ofi_module_t *module, mca_btl_ofi_rma_fn_t po
     return mca_btl_ofi_post_result(module, op,
                                    post(module->ep, local_address, size,
                                         mca_btl_ofi_local_desc(local_handle), endpoint->peer_addr,
-                                        target, remote_handle->key, &op->fi_ctx),
+                                        target, mca_btl_ofi_inject_key(remote_handle->key),
+                                        &op->fi_ctx),
                                    what);
 }
 
