@@ -1,0 +1,80 @@
+/*
+ * osc_flush_visibility: does MPI_Win_flush mean "visible at the target"?
+ *
+ * Rank 0 puts SIZE bytes of a round-specific pattern into rank 1's window,
+ * calls MPI_Win_flush, then tells rank 1 with a two-sided message; rank 1
+ * checks the first, middle and last byte at once. A stale byte means flush
+ * returned before the data landed. With btl_ofi_completion=local (a debug
+ * setting that only waits for local completion) stale rounds can appear on
+ * providers without delivery-complete semantics: that run shows the check
+ * has the power to fail.
+ *
+ *   osc_flush_visibility [SIZE] [ROUNDS]      default 16 MiB, 50 rounds
+ *
+ * Prints "size=... rounds=... stale=..."; exit 0 if no round was stale,
+ * 1 if any was, 77 with fewer than 2 ranks.
+ */
+
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int run(size_t size, int rounds, int rank)
+{
+    unsigned char *window = calloc(size, 1), *src = malloc(size);
+    int stale = 0, token = 0;
+    MPI_Win win;
+
+    if (NULL == window || NULL == src) {
+        fprintf(stderr, "cannot allocate %zu bytes\n", size);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    MPI_Win_create(window, (MPI_Aint) size, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+    MPI_Win_lock_all(0, win);
+    for (int k = 1; k <= rounds; ++k) {
+        const unsigned char pattern = (unsigned char) k;
+        if (0 == rank) {
+            memset(src, pattern, size);
+            MPI_Put(src, (int) size, MPI_BYTE, 1, 0, (int) size, MPI_BYTE, win);
+            MPI_Win_flush(1, win);
+            MPI_Send(&k, 1, MPI_INT, 1, 0, MPI_COMM_WORLD);
+            MPI_Recv(&token, 1, MPI_INT, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else if (1 == rank) {
+            MPI_Recv(&token, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            stale += window[0] != pattern || window[size / 2] != pattern ||
+                     window[size - 1] != pattern;
+            MPI_Send(&token, 1, MPI_INT, 0, 1, MPI_COMM_WORLD);
+        }
+    }
+    MPI_Win_unlock_all(win);
+    MPI_Win_free(&win);
+    free(window);
+    free(src);
+    return stale;
+}
+
+int main(int argc, char **argv)
+{
+    size_t size = (argc > 1) ? strtoull(argv[1], NULL, 0) : 16u << 20;
+    int rounds = (argc > 2) ? atoi(argv[2]) : 50;
+    int rank, nranks, stale;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    if (nranks < 2 || 0 == size || size > (size_t) 1 << 30 || rounds < 1) {
+        if (0 == rank) {
+            fprintf(stderr, "needs >= 2 ranks, 0 < SIZE <= 1 GiB, ROUNDS >= 1\n");
+        }
+        MPI_Finalize();
+        return 77;
+    }
+    stale = run(size, rounds, rank);
+    MPI_Bcast(&stale, 1, MPI_INT, 1, MPI_COMM_WORLD);
+    if (0 == rank) {
+        printf("size=%zu rounds=%d stale=%d\n", size, rounds, stale);
+    }
+    MPI_Finalize();
+    return stale ? 1 : 0;
+}
