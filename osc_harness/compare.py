@@ -1,0 +1,600 @@
+#!/usr/bin/env python3
+"""Compare btl-ofi with the other ways of carrying one-sided MPI, interleaved.
+
+One invocation runs every configuration in turn (A B C A B C ...) for N
+repetitions, so slow drifts of the machine hit all of them alike:
+
+  ours     our btl/ofi + osc/rdma on a provider (our component path first)
+  stock    Open MPI's btl/ofi + osc/rdma on the same provider
+  vader    btl/vader + osc/rdma
+  ucx      osc/ucx (only if this Open MPI has it)
+  pt2pt    osc/pt2pt over btl/vader
+  raw      ofi_rma_ref: raw libfabric on the same provider, the provider's limit
+
+Per metric it reports min and median over the repetitions and the ratio of
+the medians to ours, and for every row which component really carried the
+traffic (btl-ofi's own MPI_T counters, and which mca_btl_ofi.so the process
+mapped). A crash, a timeout or a refusal is recorded as a result.
+
+Writes results.json, results.md and PNG plots under results/<timestamp>/.
+"""
+
+import argparse
+import datetime
+import fcntl
+import json
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+LOCK_FILE = "/tmp/btl-ofi-mpi.lock"
+EXIT_SKIP = 77
+PROVIDERS_QUICK = ["shm", "sockets", "tcp;ofi_rxm"]
+PROVIDERS_FULL = ["shm", "sockets", "tcp;ofi_rxm", "udp;ofi_rxd"]
+
+# What each mode measures. Sizes include non-powers of two.
+QUICK = {
+    "lat_sizes": "1,8,100,4096,65536,1000000,1048576",
+    "bw_sizes": "8,4096,65536,1000000,1048576,4194304",
+    "lat_iters": "2000", "bw_iters": "200", "rate_iters": "200", "budget": "64M",
+    "benches": ["latency", "bw", "atomic_rate"],
+}
+FULL = {
+    "lat_sizes": None, "bw_sizes": None,
+    "lat_iters": "10000", "bw_iters": "1000", "rate_iters": "2000", "budget": "256M",
+    "benches": ["latency", "bw", "bw_fence", "bibw", "msgrate", "atomic_rate"],
+}
+
+
+# ---- configurations ---------------------------------------------------------
+
+@dataclass
+class Config:
+    name: str          # "ours", "stock", ...
+    provider: str      # libfabric provider, or "" when the configuration has none
+    kind: str          # "mpi" or "raw"
+    component_path: str = ""
+    mca: list = field(default_factory=list)
+    note: str = ""
+
+    @property
+    def label(self):
+        return f"{self.name}[{self.provider}]" if self.provider else self.name
+
+
+def read_env_file(path):
+    """The variables a btl-ofi env file exports, as bash itself sees them."""
+    out = subprocess.run(["bash", "-c", 'set -a; source "$1"; env -0', "_", path],
+                         check=True, capture_output=True, env={"PATH": os.environ["PATH"]})
+    env = dict(item.split("=", 1) for item in out.stdout.decode().split("\0") if "=" in item)
+    wanted = ("OMPI_MCA_mca_component_path", "BTL_OFI_COMPONENT_DIR", "BTL_OFI_OMPI_PKGLIBDIR")
+    missing = [k for k in wanted if not env.get(k)]
+    if missing:
+        sys.exit(f"compare.py: {path} does not export {', '.join(missing)}")
+    return {k: env[k] for k in wanted}
+
+
+def find_env_file(arg):
+    candidates = [arg, os.environ.get("BTL_OFI_ENV_FILE"), os.path.join(REPO, "btl-ofi-env.sh")]
+    for path in candidates:
+        if path and os.path.isfile(path):
+            return path
+    sys.exit("compare.py: no btl-ofi env file; set BTL_OFI_ENV_FILE or pass --env-file "
+             "(make install puts it in $(pkgdatadir)/btl-ofi-env.sh)")
+
+
+def has_osc_ucx(env):
+    try:
+        out = subprocess.run(["ompi_info"], capture_output=True, text=True, timeout=60, env=env)
+    except (OSError, subprocess.TimeoutExpired):
+        return False, "ompi_info did not run"
+    for line in out.stdout.splitlines():
+        if "MCA osc:" in line and " ucx " in line:
+            return True, line.strip()
+    return False, "this Open MPI has no osc/ucx (ompi_info lists none)"
+
+
+def build_configs(providers, paths, ucx):
+    rdma = ["--mca", "pml", "ob1", "--mca", "osc", "rdma"]
+    ours_path, stock_path = paths["OMPI_MCA_mca_component_path"], paths["BTL_OFI_OMPI_PKGLIBDIR"]
+    configs = []
+    for prov in providers:
+        configs.append(Config("ours", prov, "mpi", ours_path, rdma + [
+            "--mca", "btl", "self,vader,ofi", "--mca", "btl_ofi_provider_include", prov]))
+        # The stock component excludes shm, sockets, tcp and udp by default: without
+        # clearing its exclude list the window would silently go to another BTL.
+        configs.append(Config("stock", prov, "mpi", stock_path, rdma + [
+            "--mca", "btl", "self,vader,ofi", "--mca", "btl_ofi_provider_include", prov,
+            "--mca", "btl_ofi_provider_exclude", ""]))
+        configs.append(Config("raw", prov, "raw"))
+    configs.append(Config("vader", "", "mpi", stock_path, rdma + ["--mca", "btl", "self,vader"]))
+    if ucx[0]:
+        configs.append(Config("ucx", "", "mpi", stock_path, [
+            "--mca", "pml", "ob1", "--mca", "btl", "self,vader", "--mca", "osc", "ucx"]))
+    configs.append(Config("pt2pt", "", "mpi", stock_path, [
+        "--mca", "pml", "ob1", "--mca", "btl", "self,vader", "--mca", "osc", "pt2pt"]))
+    return configs
+
+
+# ---- one run -------------------------------------------------------------------
+
+def bench_args(bench, mode, kind):
+    """Program and arguments of one benchmark for an MPI or the raw configuration."""
+    lat = ["-S", mode["lat_sizes"]] if mode["lat_sizes"] else []
+    bw = ["-S", mode["bw_sizes"]] if mode["bw_sizes"] else []
+    common = ["-j", "-B", mode["budget"]]
+    if kind == "raw":
+        table = {
+            "latency": ["-t", "latency", "-i", mode["lat_iters"]] + lat,
+            "bw": ["-t", "bw", "-i", mode["bw_iters"]] + bw,
+            "bibw": ["-t", "bibw", "-i", mode["bw_iters"]] + bw,
+            "msgrate": ["-t", "msgrate", "-i", mode["rate_iters"]],
+            "atomic_rate": ["-t", "atomic_rate", "-i", mode["rate_iters"]],
+        }
+        return ("ofi_rma_ref", table[bench] + common) if bench in table else None
+    table = {
+        "latency": ("osc_latency", ["-i", mode["lat_iters"]] + lat),
+        "bw": ("osc_bw", ["-i", mode["bw_iters"]] + bw),
+        "bw_fence": ("osc_bw", ["-s", "fence", "-i", mode["bw_iters"]] + bw),
+        "bibw": ("osc_bw", ["-d", "bi", "-i", mode["bw_iters"]] + bw),
+        "msgrate": ("osc_msgrate", ["-i", mode["rate_iters"]]),
+        "atomic_rate": ("osc_atomic_rate", ["-i", mode["rate_iters"]]),
+    }
+    prog, args = table[bench]
+    return prog, args + common
+
+
+def run_env(cfg, base_env):
+    env = {k: v for k, v in base_env.items() if not k.startswith("OMPI_MCA_")}
+    if cfg.kind == "mpi":
+        env["OMPI_MCA_mca_component_path"] = cfg.component_path
+        if os.geteuid() == 0:
+            env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+            env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    return env
+
+
+def locked_run(cmd, env, timeout):
+    """Run under the machine-wide MPI lock, bounded; returns (rc, stdout, stderr, seconds)."""
+    with open(LOCK_FILE, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        start = time.monotonic()
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+            rc = proc.returncode
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # the group this run started, nothing else
+            out, err = proc.communicate()
+            rc = None
+        return rc, out, err, time.monotonic() - start
+
+
+def classify(rc, stderr):
+    if rc is None:
+        return "timeout"
+    if rc == 0:
+        return "ok"
+    if rc == EXIT_SKIP:
+        return "skipped"
+    if rc < 0:
+        return f"crashed (signal {-rc})"
+    for sig, name in ((11, "SIGSEGV"), (6, "SIGABRT"), (7, "SIGBUS")):
+        if f"signal {sig}" in stderr or rc == 128 + sig:
+            return f"crashed ({name})"
+    if "abort" in stderr.lower():
+        return f"aborted (exit {rc})"
+    return f"failed (exit {rc})"
+
+
+def parse_records(stdout):
+    meta, rows = {}, []
+    for line in stdout.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if rec.get("meta"):
+            meta = rec
+        else:
+            rows.append(rec)
+    return meta, rows
+
+
+def carried_label(cfg, meta, row, paths):
+    """Who carried a row, from what the run proved (never from what was asked for)."""
+    if cfg.kind == "raw":
+        return f"raw libfabric ({cfg.provider})"
+    so = meta.get("btl_ofi_so", "")
+    ours_dir = paths["BTL_OFI_COMPONENT_DIR"].rstrip("/") + "/"
+    if row.get("carried_by") == "btl_ofi":
+        return "btl-ofi (ours; counters moved)" if so.startswith(ours_dir) else \
+            f"btl-ofi counters moved, but mapped {so or 'no mca_btl_ofi.so'}"
+    if so.startswith(ours_dir):
+        return "not btl-ofi (ours loaded, counters idle)"
+    if so:
+        return "not btl-ofi (stock btl/ofi loaded)"
+    return "not btl-ofi (no btl/ofi loaded)"
+
+
+def metric_key(bench, row):
+    """(metric, op, size) for one record, or None for rows that are not compared."""
+    b = row.get("bench")
+    if b == "osc_latency":
+        return ("lat_us", row["op"], row["size"]), row["lat_us"]
+    if b == "osc_bw":
+        return (bench + "_MBps", row["op"], row["size"]), row["bw_MBps"]
+    if b == "osc_msgrate":
+        return ("msgrate_per_s", row["op"], row["size"]), row["msgs_per_s"]
+    if b == "osc_atomic_rate":
+        return ("atomic_ops_per_s", row["op"], row["size"]), row["ops_per_s"]
+    if b == "ofi_rma_ref":
+        test = row["test"]
+        if test == "latency":
+            return ("lat_us", row["op"], row["size"]), row["us_per_iter"]
+        if test in ("bw", "bibw"):
+            return (test + "_MBps", row["op"], row["size"]), row["bw_MBps"]
+        if test == "msgrate":
+            return ("msgrate_per_s", row["op"], row["size"]), row["ops_per_s"]
+        if test == "atomic_rate":
+            return ("atomic_ops_per_s", row["op"], row["size"]), row["ops_per_s"]
+    return None
+
+
+def run_one(cfg, bench, mode, args, paths, base_env):
+    spec = bench_args(bench, mode, cfg.kind)
+    if spec is None:
+        return None
+    prog, prog_args = spec
+    exe = os.path.join(args.bin_dir, prog)
+    if cfg.kind == "raw":
+        cmd = [exe, "-p", cfg.provider, "-T", str(args.timeout)] + prog_args
+    else:
+        cmd = ["mpirun", "-np", "2"] + cfg.mca + [exe] + prog_args
+    rc, out, err, secs = locked_run(cmd, run_env(cfg, base_env), args.timeout)
+    meta, rows = parse_records(out)
+    status = classify(rc, err)
+    result = {"config": cfg.label, "bench": bench, "cmd": cmd, "status": status, "rc": rc,
+              "seconds": round(secs, 2), "meta": meta, "rows": [],
+              "stderr_tail": err.strip().splitlines()[-6:] if status != "ok" else []}
+    for row in rows:
+        key = metric_key(bench, row)
+        if key is None:
+            continue
+        (metric, op, size), value = key
+        result["rows"].append({"metric": metric, "op": op, "size": size, "value": value,
+                               "valid": row.get("valid", "yes") == "yes",
+                               "carried_by": carried_label(cfg, meta, row, paths),
+                               "ofi_ops": row.get("ofi_ops")})
+    return result
+
+
+# ---- aggregation --------------------------------------------------------------
+
+HIGHER_IS_BETTER = ("_MBps", "_per_s")
+
+
+def better_is_higher(metric):
+    return metric.endswith(HIGHER_IS_BETTER)
+
+
+def aggregate(runs):
+    """{config: {(metric, op, size): {...}}} plus {config: {bench: [statuses]}}."""
+    values, carried, statuses = {}, {}, {}
+    for run in runs:
+        statuses.setdefault(run["config"], {}).setdefault(run["bench"], []).append(run["status"])
+        for row in run["rows"]:
+            key = (row["metric"], row["op"], row["size"])
+            if row["valid"]:
+                values.setdefault(run["config"], {}).setdefault(key, []).append(row["value"])
+            carried.setdefault(run["config"], {}).setdefault(key, set()).add(row["carried_by"])
+    stats = {}
+    for cfg, metrics in values.items():
+        for key, vals in metrics.items():
+            stats.setdefault(cfg, {})[key] = {
+                "n": len(vals), "min": min(vals), "max": max(vals),
+                "median": statistics.median(vals), "values": vals,
+                "carried_by": sorted(carried[cfg][key])}
+    for cfg, metrics in carried.items():
+        for key, who in metrics.items():
+            stats.setdefault(cfg, {}).setdefault(key, {"n": 0, "carried_by": sorted(who)})
+    return stats, statuses
+
+
+def ratio(stats, cfg, ref, key):
+    a, b = stats.get(cfg, {}).get(key), stats.get(ref, {}).get(key)
+    if not a or not b or not a.get("n") or not b.get("n") or not b["median"]:
+        return None
+    return a["median"] / b["median"]
+
+
+# ---- targets ------------------------------------------------------------------
+
+def check(targets, name, value, limit, op, detail):
+    """Record one target: value (a measured ratio) against limit; None = not measurable."""
+    if value is None:
+        targets.append({"target": name, "met": None, "detail": detail + ": not measured"})
+        return
+    met = value <= limit if op == "<=" else value >= limit
+    targets.append({"target": name, "met": met, "ratio": round(value, 3),
+                    "detail": f"{detail}: {value:.2f}x (needs {op} {limit}x)"})
+
+
+def evaluate_targets(stats, providers):
+    t = []
+    ours, stock, vader = "ours[shm]", "stock[shm]", "vader"
+    lat_keys = sorted(k for k in stats.get(ours, {}) if k[0] == "lat_us")
+    if "shm" in providers:
+        for key in lat_keys:
+            check(t, f"shm {key[1]} {key[2]} B latency <= stock", ratio(stats, ours, stock, key),
+                  1.0, "<=", "ours/stock median")
+        for op in ("put", "get"):
+            check(t, f"shm 8 B {op} latency <= 0.8x stock",
+                  ratio(stats, ours, stock, ("lat_us", op, 8)), 0.8, "<=", "ours/stock median")
+        check(t, "shm 1 MiB put latency <= 1.2x vader",
+              ratio(stats, ours, vader, ("lat_us", "put", 1 << 20)), 1.2, "<=",
+              "ours/vader median")
+    for prov in providers:
+        o, r = f"ours[{prov}]", f"raw[{prov}]"
+        for op in ("put", "get"):
+            check(t, f"{prov} 8 B {op} latency <= 1.3x raw",
+                  ratio(stats, o, r, ("lat_us", op, 8)), 1.3, "<=", "ours/raw median")
+        for op in ("acc", "fop", "cas"):
+            check(t, f"{prov} {op} latency <= 1.3x raw",
+                  ratio(stats, o, r, ("lat_us", op, 8)), 1.3, "<=", "ours/raw median")
+        for key in sorted(k for k in stats.get(o, {}) if k[0] == "bw_MBps" and k[2] >= 1 << 20):
+            check(t, f"{prov} {key[1]} bandwidth {key[2]} B >= 0.9x raw",
+                  ratio(stats, o, r, key), 0.9, ">=", "ours/raw median")
+    return t
+
+
+# ---- reports ------------------------------------------------------------------
+
+def fmt(v, metric):
+    if v is None:
+        return "-"
+    if metric == "lat_us":
+        return f"{v:.2f}"
+    if metric.endswith("_MBps"):
+        return f"{v:.0f}"
+    return f"{v / 1e6:.3f}M" if v >= 1e5 else f"{v:.0f}"
+
+
+def metric_title(metric):
+    return {"lat_us": "latency (us, op + flush)", "bw_MBps": "put/get bandwidth (MB/s, uni, flush)",
+            "bw_fence_MBps": "bandwidth with fence (MB/s)", "bibw_MBps": "bidirectional bandwidth (MB/s)",
+            "msgrate_per_s": "message rate (msgs/s)",
+            "atomic_ops_per_s": "8-byte atomic rate (ops/s)"}.get(metric, metric)
+
+
+def provider_configs(configs, prov):
+    return [c.label for c in configs if c.provider == prov] + \
+        [c.label for c in configs if not c.provider]
+
+
+def markdown(report, configs):
+    stats, lines = report["stats_by_key"], []
+    lines.append(f"# btl-ofi one-sided comparison ({report['mode']} mode)\n")
+    lines.append(f"- date: {report['date']}")
+    lines.append(f"- machine: {report['machine']}")
+    lines.append(f"- command: `{report['command']}`")
+    lines.append(f"- repetitions: {report['reps']}, interleaved; cell = median [min] and the "
+                 "ratio of medians to ours on the same provider")
+    lines.append(f"- osc/ucx: {report['osc_ucx']}\n")
+    for prov in report["providers"]:
+        cols = provider_configs(configs, prov)
+        ours = f"ours[{prov}]"
+        lines.append(f"## provider {prov}\n")
+        keys = sorted({k for c in cols for k in stats.get(c, {})},
+                      key=lambda k: (k[0], k[1], k[2]))
+        for metric in sorted({k[0] for k in keys}):
+            lines.append(f"### {metric_title(metric)}\n")
+            lines.append("| op | size | " + " | ".join(cols) + " |")
+            lines.append("|---|---:|" + "---:|" * len(cols))
+            for key in (k for k in keys if k[0] == metric):
+                cells = []
+                for c in cols:
+                    s = stats.get(c, {}).get(key)
+                    if not s or not s.get("n"):
+                        cells.append("-")
+                        continue
+                    r = ratio(stats, c, ours, key)
+                    cells.append(f"{fmt(s['median'], metric)} [{fmt(s['min'], metric)}]" +
+                                 (f" {r:.2f}x" if r is not None and c != ours else ""))
+                lines.append(f"| {key[1]} | {key[2]} | " + " | ".join(cells) + " |")
+            lines.append("")
+        lines.append("Who carried the traffic, and how each run ended:\n")
+        for c in cols:
+            who = sorted({w for s in stats.get(c, {}).values() for w in s["carried_by"]})
+            st = report["statuses"].get(c, {})
+            ends = "; ".join(f"{b}: " + ", ".join(f"{n}x {s}" for s, n in _count(v).items())
+                             for b, v in st.items())
+            lines.append(f"- **{c}**: {', '.join(who) or 'no rows'} — {ends}")
+        lines.append("")
+    lines.append("## Targets\n")
+    for t in report["targets"]:
+        mark = {True: "met", False: "NOT met", None: "not measured"}[t["met"]]
+        lines.append(f"- {t['target']}: **{mark}** ({t['detail']})")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def _count(items):
+    out = {}
+    for i in items:
+        out[i] = out.get(i, 0) + 1
+    return out
+
+
+def plot(report, configs, outdir):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return ["matplotlib missing: pip install -r osc_harness/requirements.txt"]
+    stats, files = report["stats_by_key"], []
+    for prov in report["providers"]:
+        for metric, ylabel, name in (("lat_us", "latency (us)", "latency"),
+                                     ("bw_MBps", "bandwidth (MB/s)", "bandwidth")):
+            fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+            for ax, op in zip(axes, ("put", "get")):
+                for c in provider_configs(configs, prov):
+                    pts = sorted((k[2], s["median"]) for k, s in stats.get(c, {}).items()
+                                 if k[0] == metric and k[1] == op and s.get("n"))
+                    if pts:
+                        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=c)
+                ax.set_xscale("log", base=2)
+                ax.set_yscale("log")
+                ax.set_xlabel("message size (bytes)")
+                ax.set_ylabel(ylabel)
+                ax.set_title(f"{op} {name}, {prov} (median of {report['reps']})")
+                ax.grid(True, which="both", alpha=0.3)
+                ax.legend(fontsize=8)
+            fig.tight_layout()
+            path = os.path.join(outdir, f"{name}_{prov.replace(';', '_')}.png")
+            fig.savefig(path, dpi=110)
+            plt.close(fig)
+            files.append(path)
+    return files
+
+
+def machine_description():
+    cpu = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    mem = ""
+    try:
+        with open("/proc/meminfo") as f:
+            mem = f"{int(f.readline().split()[1]) // 1024 // 1024} GiB RAM"
+    except (OSError, ValueError, IndexError):
+        pass
+
+    def first_line(cmd):
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+            return (out.stdout.strip().splitlines() or [""])[0]
+        except (OSError, subprocess.TimeoutExpired):
+            return "?"
+    distro = ""
+    try:
+        with open("/etc/os-release") as f:
+            distro = next(l.split("=", 1)[1].strip().strip('"') for l in f
+                          if l.startswith("PRETTY_NAME"))
+    except (OSError, StopIteration):
+        pass
+    return (f"{distro}, kernel {platform.release()}, {cpu}, {os.cpu_count()} cores, {mem}; "
+            f"{first_line(['mpirun', '--version'])}; "
+            f"libfabric {first_line(['fi_info', '--version']).split(':')[-1].strip()}")
+
+
+# ---- main ---------------------------------------------------------------------
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="the < 10 minute run `make bench` does")
+    p.add_argument("--reps", type=int, default=5, help="interleaved repetitions (default 5)")
+    p.add_argument("--providers", help="comma-separated; ';' inside a name is kept "
+                   "(default quick: shm,sockets,tcp;ofi_rxm; full adds udp;ofi_rxd)")
+    p.add_argument("--only", help="comma-separated configuration names to run "
+                   "(ours,stock,raw,vader,ucx,pt2pt)")
+    p.add_argument("--benches", help="comma-separated benchmarks (latency,bw,bw_fence,bibw,"
+                   "msgrate,atomic_rate)")
+    p.add_argument("--bin-dir", default=os.environ.get("OSC_HARNESS_BIN", REPO),
+                   help="where osc_latency, osc_bw, ... and ofi_rma_ref are (default: repo root)")
+    p.add_argument("--env-file", help="btl-ofi env file (default $BTL_OFI_ENV_FILE, then the "
+                   "build tree's btl-ofi-env.sh)")
+    p.add_argument("--out", help="output directory (default results/<timestamp>)")
+    p.add_argument("--timeout", type=int, default=120, help="seconds per run (default 120)")
+    return p.parse_args()
+
+
+def main():
+    args = parse_args()
+    mode = dict(QUICK if args.quick else FULL)
+    if args.benches:
+        mode["benches"] = args.benches.split(",")
+    providers = args.providers.split(",") if args.providers else \
+        (PROVIDERS_QUICK if args.quick else PROVIDERS_FULL)
+    env_file = find_env_file(args.env_file)
+    paths = read_env_file(env_file)
+    base_env = dict(os.environ)
+    ucx = has_osc_ucx(run_env(Config("probe", "", "mpi", paths["BTL_OFI_OMPI_PKGLIBDIR"]),
+                              base_env))
+    configs = build_configs(providers, paths, ucx)
+    if args.only:
+        keep = set(args.only.split(","))
+        configs = [c for c in configs if c.name in keep]
+    for prog in ("osc_latency", "osc_bw", "osc_atomic_rate", "ofi_rma_ref"):
+        if not os.access(os.path.join(args.bin_dir, prog), os.X_OK):
+            sys.exit(f"compare.py: {prog} not found in {args.bin_dir} (build it, or --bin-dir)")
+    if not shutil.which("mpirun"):
+        sys.exit("compare.py: mpirun not on PATH")
+
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    outdir = args.out or os.path.join(REPO, "results", f"bench-{stamp}")
+    os.makedirs(outdir, exist_ok=True)
+    print(f"compare.py: {len(configs)} configurations x {len(mode['benches'])} benchmarks x "
+          f"{args.reps} repetitions, interleaved; env file {env_file}; osc/ucx: {ucx[1]}")
+    print(f"compare.py: writing to {outdir}", flush=True)
+
+    runs, start = [], time.monotonic()
+    for rep in range(args.reps):
+        for cfg in configs:
+            for bench in mode["benches"]:
+                result = run_one(cfg, bench, mode, args, paths, base_env)
+                if result is None:
+                    continue
+                result["rep"] = rep
+                runs.append(result)
+                print(f"  rep {rep + 1}/{args.reps} {cfg.label:22s} {bench:12s} "
+                      f"{result['status']:22s} {result['seconds']:6.1f}s "
+                      f"({time.monotonic() - start:5.0f}s total)", flush=True)
+
+    stats, statuses = aggregate(runs)
+    report = {
+        "mode": "quick" if args.quick else "full",
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "machine": machine_description(),
+        "command": " ".join([os.path.relpath(sys.argv[0])] + sys.argv[1:]),
+        "reps": args.reps, "providers": providers, "osc_ucx": ucx[1],
+        "env_file": env_file, "component_paths": paths,
+        "configs": [c.__dict__ for c in configs],
+        "seconds": round(time.monotonic() - start, 1),
+        "statuses": statuses, "stats_by_key": stats,
+    }
+    report["targets"] = evaluate_targets(stats, providers)
+    md = markdown(report, configs)
+    report["plots"] = plot(report, configs, outdir)
+    with open(os.path.join(outdir, "results.md"), "w") as f:
+        f.write(md + "\n" + "\n".join(f"![{os.path.basename(p)}]({os.path.basename(p)})"
+                                      for p in report["plots"] if p.endswith(".png")) + "\n")
+    serial = dict(report)
+    serial["stats"] = [{"config": c, "metric": k[0], "op": k[1], "size": k[2], **s}
+                       for c, m in stats.items() for k, s in sorted(m.items())]
+    del serial["stats_by_key"]
+    serial["runs"] = runs
+    with open(os.path.join(outdir, "results.json"), "w") as f:
+        json.dump(serial, f, indent=1, default=list)
+    print(md)
+    print(f"compare.py: done in {report['seconds']:.0f}s; results in {outdir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
