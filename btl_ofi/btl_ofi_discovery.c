@@ -79,46 +79,6 @@ static const char *mca_btl_ofi_quirk(const struct fi_info *info)
     return NULL;
 }
 
-int mca_btl_ofi_mr_mode_parse(const char *text, uint64_t *mask)
-{
-    uint64_t bits = 0;
-    char **items;
-    int rc = OPAL_SUCCESS;
-
-    if (NULL == text || 0 == strcmp(text, "none")) {
-        *mask = 0;
-        return OPAL_SUCCESS;
-    }
-    items = opal_argv_split(text, ',');
-    for (int i = 0; items && items[i] && OPAL_SUCCESS == rc; ++i) {
-        char *end;
-        unsigned long long number = strtoull(items[i], &end, 0);
-        bool known = false;
-
-        if ('\0' == *end && end != items[i]) {
-            known = 0 == (number & ~(unsigned long long) MCA_BTL_OFI_MR_SERVED);
-            bits |= number;
-        }
-        for (size_t b = 0; !known && b < sizeof(mca_btl_ofi_mr_bit_names) / sizeof(mca_btl_ofi_mr_bit_names[0]); ++b) {
-            if (0 == strcmp(items[i], mca_btl_ofi_mr_bit_names[b].name) &&
-                (mca_btl_ofi_mr_bit_names[b].bit & MCA_BTL_OFI_MR_SERVED)) {
-                bits |= mca_btl_ofi_mr_bit_names[b].bit;
-                known = true;
-            }
-        }
-        rc = known ? OPAL_SUCCESS : OPAL_ERR_BAD_PARAM;
-    }
-    if (NULL == items || 0 == opal_argv_count(items) || strstr(text, ",,") || ',' == text[0] ||
-        ',' == text[strlen(text) - 1]) {
-        rc = OPAL_ERR_BAD_PARAM;
-    }
-    opal_argv_free(items);
-    if (OPAL_SUCCESS == rc) {
-        *mask = bits;
-    }
-    return rc;
-}
-
 /* A provider name as fi_info prints it: letters, digits, '_', '-', ';'. */
 static bool mca_btl_ofi_name_ok(const char *name)
 {
@@ -133,16 +93,19 @@ static bool mca_btl_ofi_name_ok(const char *name)
     return true;
 }
 
-/**
- * Split a comma-separated provider list, refusing empty or malformed items.
- * NULL or "" gives an empty list. On a malformed list shows help, returns false.
+/*
+ * Split a comma-separated value into *out (NULL for an empty value). Returns
+ * false, with *bad naming the offending item (caller frees), when an item is
+ * empty or fails item_ok.
  */
-static bool mca_btl_ofi_parse_list(const char *param, const char *value, char ***out)
+static bool mca_btl_ofi_split(const char *value, bool (*item_ok)(const char *), char ***out,
+                              char **bad)
 {
     char **items = NULL;
     const char *start = value;
 
     *out = NULL;
+    *bad = NULL;
     if (NULL == value || '\0' == *value) {
         return true;
     }
@@ -151,10 +114,8 @@ static bool mca_btl_ofi_parse_list(const char *param, const char *value, char **
         size_t len = comma ? (size_t)(comma - start) : strlen(start);
         char *item = strndup(start, len);
 
-        if (NULL == item || !mca_btl_ofi_name_ok(item)) {
-            opal_show_help("help-mpi-btl-ofi.txt", "malformed-list", true,
-                           opal_process_info.nodename, param, value, item ? item : "");
-            free(item);
+        if (NULL == item || !item_ok(item)) {
+            *bad = item;
             opal_argv_free(items);
             return false;
         }
@@ -167,6 +128,69 @@ static bool mca_btl_ofi_parse_list(const char *param, const char *value, char **
     }
     *out = items;
     return true;
+}
+
+/* A provider list; on a malformed one shows help and returns false. */
+static bool mca_btl_ofi_parse_list(const char *param, const char *value, char ***out)
+{
+    char *bad;
+
+    if (mca_btl_ofi_split(value, mca_btl_ofi_name_ok, out, &bad)) {
+        return true;
+    }
+    opal_show_help("help-mpi-btl-ofi.txt", "malformed-list", true, opal_process_info.nodename,
+                   param, value, bad ? bad : "");
+    free(bad);
+    return false;
+}
+
+/* The MR bits one btl_ofi_mr_mode item stands for, or UINT64_MAX if it is not one. */
+static uint64_t mca_btl_ofi_mr_item_bits(const char *item)
+{
+    char *end;
+    unsigned long long number = strtoull(item, &end, 0);
+
+    if ('\0' == *end && end != item) {
+        return (0 == (number & ~(unsigned long long) MCA_BTL_OFI_MR_SERVED)) ? number : UINT64_MAX;
+    }
+    for (size_t b = 0; b < sizeof(mca_btl_ofi_mr_bit_names) / sizeof(mca_btl_ofi_mr_bit_names[0]);
+         ++b) {
+        if (0 == strcmp(item, mca_btl_ofi_mr_bit_names[b].name)) {
+            return (mca_btl_ofi_mr_bit_names[b].bit & MCA_BTL_OFI_MR_SERVED)
+                       ? mca_btl_ofi_mr_bit_names[b].bit
+                       : UINT64_MAX;
+        }
+    }
+    return UINT64_MAX;
+}
+
+static bool mca_btl_ofi_mr_item_ok(const char *item)
+{
+    return UINT64_MAX != mca_btl_ofi_mr_item_bits(item);
+}
+
+int mca_btl_ofi_mr_mode_parse(const char *text, uint64_t *mask)
+{
+    uint64_t bits = 0;
+    char **items, *bad;
+
+    if (NULL == text) {
+        return OPAL_ERR_BAD_PARAM; /* set to an empty string */
+    }
+    if (0 == strcmp(text, "none")) {
+        *mask = 0;
+        return OPAL_SUCCESS;
+    }
+    if (!mca_btl_ofi_split(text, mca_btl_ofi_mr_item_ok, &items, &bad) || NULL == items) {
+        free(bad);
+        return OPAL_ERR_BAD_PARAM;
+    }
+    for (int i = 0; items[i]; ++i) {
+        bits |= mca_btl_ofi_mr_item_bits(items[i]);
+    }
+    opal_argv_free(items);
+    *mask = bits;
+    return OPAL_SUCCESS;
 }
 
 static bool mca_btl_ofi_in_list(char **list, const char *name)
