@@ -167,7 +167,7 @@ static bool mca_btl_ofi_params_valid(void)
     if (OPAL_SUCCESS != mca_btl_ofi_mr_mode_parse(mca_btl_ofi_component.mr_mode_text,
                                                   &mca_btl_ofi_component.mr_mode_allowed)) {
         opal_show_help("help-mpi-btl-ofi.txt", "bad-mr-mode", true, opal_process_info.nodename,
-                       mca_btl_ofi_component.mr_mode_text);
+                       mca_btl_ofi_component.mr_mode_text ? mca_btl_ofi_component.mr_mode_text : "");
         return false;
     }
     for (size_t i = 0; i < sizeof(mca_btl_ofi_int_params) / sizeof(mca_btl_ofi_int_params[0]);
