@@ -141,10 +141,10 @@ typedef struct mca_btl_ofi_emulation_t {
 } mca_btl_ofi_emulation_t;
 
 typedef enum {
-    MCA_BTL_OFI_OP_RMA,       /**< put or get */
-    MCA_BTL_OFI_OP_ATOMIC,    /**< native atomic of any kind */
-    MCA_BTL_OFI_OP_EMULATED,  /**< one compare-and-swap step of an emulated atomic */
-    MCA_BTL_OFI_OP_PROOF,     /**< internal read that proves remote completion */
+    MCA_BTL_OFI_OP_RMA,      /**< put or get */
+    MCA_BTL_OFI_OP_ATOMIC,   /**< native atomic of any kind */
+    MCA_BTL_OFI_OP_EMULATED, /**< one compare-and-swap step of an emulated atomic */
+    MCA_BTL_OFI_OP_PROOF,    /**< internal read that proves remote completion */
 } mca_btl_ofi_op_kind_t;
 
 /** One outstanding libfabric operation. Its fi_context2 is the libfabric context. */
@@ -302,8 +302,9 @@ void mca_btl_ofi_endpoints_release(mca_btl_ofi_module_t *module);
 /* ---- memory registration (btl_ofi_mr.c) -------------------------------- */
 
 struct mca_btl_base_registration_handle_t *
-mca_btl_ofi_register_mem(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
-                         void *base, size_t size, uint32_t flags);
+mca_btl_ofi_register_mem(struct mca_btl_base_module_t *btl,
+                         struct mca_btl_base_endpoint_t *endpoint, void *base, size_t size,
+                         uint32_t flags);
 int mca_btl_ofi_deregister_mem(struct mca_btl_base_module_t *btl,
                                struct mca_btl_base_registration_handle_t *handle);
 /** Register a region for internal use (not counted, not on the live list). */
@@ -332,7 +333,8 @@ static inline int mca_btl_ofi_remote_addr(const mca_btl_ofi_module_t *module,
                                           const struct mca_btl_base_registration_handle_t *handle,
                                           uint64_t address, size_t size, uint64_t *translated)
 {
-    if (address < handle->base || size > handle->len || address - handle->base > handle->len - size) {
+    if (address < handle->base || size > handle->len ||
+        address - handle->base > handle->len - size) {
         mca_btl_ofi_count(MCA_BTL_OFI_CNT_REFUSED, 1);
         return OPAL_ERR_BAD_PARAM;
     }
@@ -383,14 +385,14 @@ int mca_btl_ofi_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
                     void *local_address, uint64_t remote_address,
                     struct mca_btl_base_registration_handle_t *local_handle,
                     struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
-                    int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc,
-                    void *cbcontext, void *cbdata);
+                    int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                    void *cbdata);
 int mca_btl_ofi_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
                     void *local_address, uint64_t remote_address,
                     struct mca_btl_base_registration_handle_t *local_handle,
                     struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
-                    int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc,
-                    void *cbcontext, void *cbdata);
+                    int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                    void *cbdata);
 int mca_btl_ofi_flush(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint);
 
 /* ---- atomics (btl_ofi_atomics.c) --------------------------------------- */
@@ -399,7 +401,8 @@ int mca_btl_ofi_flush(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
 int mca_btl_ofi_atomics_probe(mca_btl_ofi_module_t *module);
 
 int mca_btl_ofi_aop(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
-                    uint64_t remote_address, struct mca_btl_base_registration_handle_t *remote_handle,
+                    uint64_t remote_address,
+                    struct mca_btl_base_registration_handle_t *remote_handle,
                     mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
                     mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
 int mca_btl_ofi_afop(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,

@@ -90,13 +90,12 @@ static uint32_t mca_btl_ofi_atomics_advertise(const mca_btl_ofi_atomic_caps_t *c
         }
         flags |= mca_btl_ofi_atomic_table[op].support;
         list = (both == (caps->native[op][0] & both)) ? native_ops : emulated_ops;
-        snprintf(list + strlen(list), sizeof(native_ops) - strlen(list), "%s%s",
-                 list[0] ? "," : "", mca_btl_ofi_atomic_table[op].name);
+        snprintf(list + strlen(list), sizeof(native_ops) - strlen(list), "%s%s", list[0] ? "," : "",
+                 mca_btl_ofi_atomic_table[op].name);
     }
-    opal_output_verbose(10, mca_btl_ofi_output,
-                        "btl:ofi: 64-bit atomics native: %s; through compare-and-swap: %s",
-                        native_ops[0] ? native_ops : "none",
-                        emulated_ops[0] ? emulated_ops : "none");
+    opal_output_verbose(
+        10, mca_btl_ofi_output, "btl:ofi: 64-bit atomics native: %s; through compare-and-swap: %s",
+        native_ops[0] ? native_ops : "none", emulated_ops[0] ? emulated_ops : "none");
     if (caps->cswap[1]) {
         /* 32-bit ops are served natively or through a 32-bit compare-and-swap loop. */
         flags |= MCA_BTL_ATOMIC_SUPPORTS_32BIT;
@@ -114,16 +113,16 @@ int mca_btl_ofi_atomics_probe(mca_btl_ofi_module_t *module)
     memset(caps, 0, sizeof(*caps));
     for (int dt = 0; dt < MCA_BTL_OFI_ATOMIC_DT_COUNT; ++dt) {
         size_t count = 0;
-        caps->cswap[dt] = 0 == fi_compare_atomicvalid(module->ep, mca_btl_ofi_atomic_dt[dt],
-                                                      FI_CSWAP, &count) &&
-                          count >= 1;
+        caps->cswap[dt] =
+            0 == fi_compare_atomicvalid(module->ep, mca_btl_ofi_atomic_dt[dt], FI_CSWAP, &count) &&
+            count >= 1;
         for (int op = 0; op < MCA_BTL_ATOMIC_LAST; ++op) {
             if (mca_btl_ofi_atomic_table[op].valid) {
-                caps->native[op][dt] = mca_btl_ofi_component.force_atomic_emulation
-                                           ? 0
-                                           : mca_btl_ofi_probe_op(module->ep,
-                                                                  mca_btl_ofi_atomic_dt[dt],
-                                                                  mca_btl_ofi_atomic_table[op].fi_op);
+                caps->native[op][dt] =
+                    mca_btl_ofi_component.force_atomic_emulation
+                        ? 0
+                        : mca_btl_ofi_probe_op(module->ep, mca_btl_ofi_atomic_dt[dt],
+                                               mca_btl_ofi_atomic_table[op].fi_op);
             }
         }
     }
@@ -141,16 +140,17 @@ int mca_btl_ofi_atomics_probe(mca_btl_ofi_module_t *module)
 
 /* ---- emulation through compare-and-swap -------------------------------- */
 
-#define MCA_BTL_OFI_APPLY_LOGICAL(op, a, b)                                                    \
-    ((op) == MCA_BTL_ATOMIC_LAND ? ((a) && (b)) : (op) == MCA_BTL_ATOMIC_LOR ? ((a) || (b))   \
-                                                                           : (!(a) != !(b)))
+#define MCA_BTL_OFI_APPLY_LOGICAL(op, a, b)                                                        \
+    ((op) == MCA_BTL_ATOMIC_LAND  ? ((a) && (b))                                                   \
+     : (op) == MCA_BTL_ATOMIC_LOR ? ((a) || (b))                                                   \
+                                  : (!(a) != !(b)))
 
 /* new = old op operand for signed integers of either width. */
 static int64_t mca_btl_ofi_apply_int(mca_btl_base_atomic_op_t op, int64_t old, int64_t operand)
 {
     switch (op) {
     case MCA_BTL_ATOMIC_ADD:
-        return (int64_t)((uint64_t) old + (uint64_t) operand);
+        return (int64_t)((uint64_t)old + (uint64_t)operand);
     case MCA_BTL_ATOMIC_AND:
         return old & operand;
     case MCA_BTL_ATOMIC_OR:
@@ -191,14 +191,15 @@ static double mca_btl_ofi_apply_float(mca_btl_base_atomic_op_t op, double old, d
 }
 
 /* Apply the op to raw 4- or 8-byte patterns of the datatype dt. */
-static uint64_t mca_btl_ofi_apply(mca_btl_base_atomic_op_t op, int dt, uint64_t old, uint64_t operand)
+static uint64_t mca_btl_ofi_apply(mca_btl_base_atomic_op_t op, int dt, uint64_t old,
+                                  uint64_t operand)
 {
     switch (dt) {
     case 0:
-        return (uint64_t) mca_btl_ofi_apply_int(op, (int64_t) old, (int64_t) operand);
+        return (uint64_t)mca_btl_ofi_apply_int(op, (int64_t)old, (int64_t)operand);
     case 1:
-        return (uint32_t) mca_btl_ofi_apply_int(op, (int32_t)(uint32_t) old,
-                                                (int32_t)(uint32_t) operand);
+        return (uint32_t)mca_btl_ofi_apply_int(op, (int32_t)(uint32_t)old,
+                                               (int32_t)(uint32_t)operand);
     case 2: {
         double a, b, r;
         memcpy(&a, &old, 8);
@@ -209,10 +210,10 @@ static uint64_t mca_btl_ofi_apply(mca_btl_base_atomic_op_t op, int dt, uint64_t 
     }
     default: {
         float a, b, r;
-        uint32_t old32 = (uint32_t) old, operand32 = (uint32_t) operand, out;
+        uint32_t old32 = (uint32_t)old, operand32 = (uint32_t)operand, out;
         memcpy(&a, &old32, 4);
         memcpy(&b, &operand32, 4);
-        r = (float) mca_btl_ofi_apply_float(op, a, b);
+        r = (float)mca_btl_ofi_apply_float(op, a, b);
         memcpy(&out, &r, 4);
         return out;
     }
@@ -224,10 +225,10 @@ void mca_btl_ofi_emulation_post(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *
     /* Compare against the current guess; store the op applied to that guess. */
     op->operand = mca_btl_ofi_apply(op->emu.op, op->emu.dt, op->compare, op->emu.operand);
     op->fetched = 0;
-    ssize_t rc = fi_compare_atomic(module->ep, &op->operand, 1, NULL, &op->compare, NULL,
-                                   &op->fetched, NULL, op->endpoint->peer_addr,
-                                   op->emu.target_addr, op->emu.key,
-                                   mca_btl_ofi_atomic_dt[op->emu.dt & 1], FI_CSWAP, &op->fi_ctx);
+    ssize_t rc =
+        fi_compare_atomic(module->ep, &op->operand, 1, NULL, &op->compare, NULL, &op->fetched, NULL,
+                          op->endpoint->peer_addr, op->emu.target_addr, op->emu.key,
+                          mca_btl_ofi_atomic_dt[op->emu.dt & 1], FI_CSWAP, &op->fi_ctx);
     if (OPAL_LIKELY(0 == rc)) {
         return;
     }
@@ -237,8 +238,9 @@ void mca_btl_ofi_emulation_post(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *
         OPAL_THREAD_UNLOCK(&module->deferred_lock);
         return;
     }
-    opal_output_verbose(1, mca_btl_ofi_output, "btl:ofi: fi_compare_atomic (emulated %s) failed: %s",
-                        mca_btl_ofi_atomic_table[op->emu.op].name, fi_strerror((int) -rc));
+    opal_output_verbose(1, mca_btl_ofi_output,
+                        "btl:ofi: fi_compare_atomic (emulated %s) failed: %s",
+                        mca_btl_ofi_atomic_table[op->emu.op].name, fi_strerror((int)-rc));
     mca_btl_ofi_op_complete(module, op, OPAL_ERROR);
 }
 
@@ -298,16 +300,15 @@ static int mca_btl_ofi_atomic_begin(mca_btl_ofi_module_t *module,
     int dt = mca_btl_ofi_dt_index(flags);
 
     if (OPAL_UNLIKELY(!mca_btl_ofi_args_ok(endpoint, remote_handle) ||
-                      OPAL_SUCCESS != mca_btl_ofi_remote_addr(module, remote_handle,
-                                                              remote_address,
+                      OPAL_SUCCESS != mca_btl_ofi_remote_addr(module, remote_handle, remote_address,
                                                               mca_btl_ofi_dt_size(dt), target))) {
         return OPAL_ERR_BAD_PARAM;
     }
     if (OPAL_UNLIKELY(mca_btl_ofi_inject_eagain())) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    *op = mca_btl_ofi_op_alloc(module, MCA_BTL_OFI_OP_ATOMIC, endpoint, local_address,
-                               local_handle, cbfunc, cbcontext, cbdata);
+    *op = mca_btl_ofi_op_alloc(module, MCA_BTL_OFI_OP_ATOMIC, endpoint, local_address, local_handle,
+                               cbfunc, cbcontext, cbdata);
     if (OPAL_UNLIKELY(NULL == *op)) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
@@ -322,8 +323,9 @@ static bool mca_btl_ofi_op_known(mca_btl_base_atomic_op_t op)
 }
 
 /* Fetching and non-fetching atomics share everything but the libfabric call. */
-static int mca_btl_ofi_atomic(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoint_t *endpoint,
-                              void *local_address, uint64_t remote_address,
+static int mca_btl_ofi_atomic(mca_btl_ofi_module_t *module,
+                              struct mca_btl_base_endpoint_t *endpoint, void *local_address,
+                              uint64_t remote_address,
                               struct mca_btl_base_registration_handle_t *local_handle,
                               struct mca_btl_base_registration_handle_t *remote_handle,
                               mca_btl_base_atomic_op_t mca_op, uint64_t operand, int flags,
@@ -343,7 +345,7 @@ static int mca_btl_ofi_atomic(mca_btl_ofi_module_t *module, struct mca_btl_base_
                                   local_address, local_handle, cbfunc, cbcontext, cbdata, &target,
                                   &op);
     if (OPAL_SUCCESS != rc) {
-        return (int) rc;
+        return (int)rc;
     }
     if (!(module->atomics.native[mca_op][dt] &
           (fetching ? MCA_BTL_OFI_NATIVE_FOP : MCA_BTL_OFI_NATIVE_OP))) {
@@ -366,12 +368,13 @@ static int mca_btl_ofi_atomic(mca_btl_ofi_module_t *module, struct mca_btl_base_
 }
 
 int mca_btl_ofi_aop(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
-                    uint64_t remote_address, struct mca_btl_base_registration_handle_t *remote_handle,
+                    uint64_t remote_address,
+                    struct mca_btl_base_registration_handle_t *remote_handle,
                     mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
                     mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
-    (void) order;
-    return mca_btl_ofi_atomic((mca_btl_ofi_module_t *) btl, endpoint, NULL, remote_address, NULL,
+    (void)order;
+    return mca_btl_ofi_atomic((mca_btl_ofi_module_t *)btl, endpoint, NULL, remote_address, NULL,
                               remote_handle, op, operand, flags, cbfunc, cbcontext, cbdata);
 }
 
@@ -382,13 +385,13 @@ int mca_btl_ofi_afop(struct mca_btl_base_module_t *btl, struct mca_btl_base_endp
                      mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
                      mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
-    (void) order;
+    (void)order;
     if (OPAL_UNLIKELY(NULL == local_address)) {
         return OPAL_ERR_BAD_PARAM;
     }
-    return mca_btl_ofi_atomic((mca_btl_ofi_module_t *) btl, endpoint, local_address,
-                              remote_address, local_handle, remote_handle, op, operand, flags,
-                              cbfunc, cbcontext, cbdata);
+    return mca_btl_ofi_atomic((mca_btl_ofi_module_t *)btl, endpoint, local_address, remote_address,
+                              local_handle, remote_handle, op, operand, flags, cbfunc, cbcontext,
+                              cbdata);
 }
 
 int mca_btl_ofi_acswap(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
@@ -398,13 +401,13 @@ int mca_btl_ofi_acswap(struct mca_btl_base_module_t *btl, struct mca_btl_base_en
                        uint64_t value, int flags, int order,
                        mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
-    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *)btl;
     const int dt = mca_btl_ofi_dt_index(flags & MCA_BTL_ATOMIC_FLAG_32BIT);
     mca_btl_ofi_op_t *op;
     uint64_t target;
     ssize_t rc;
 
-    (void) order;
+    (void)order;
     if (OPAL_UNLIKELY(NULL == local_address)) {
         return OPAL_ERR_BAD_PARAM;
     }
@@ -412,7 +415,7 @@ int mca_btl_ofi_acswap(struct mca_btl_base_module_t *btl, struct mca_btl_base_en
                                   local_address, local_handle, cbfunc, cbcontext, cbdata, &target,
                                   &op);
     if (OPAL_SUCCESS != rc) {
-        return (int) rc;
+        return (int)rc;
     }
     if (!module->atomics.cswap[dt]) {
         mca_btl_ofi_op_release(module, op);

@@ -14,11 +14,11 @@
 static int mca_btl_ofi_component_register(void);
 static int mca_btl_ofi_component_open(void);
 static int mca_btl_ofi_component_close(void);
-static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btls,
-                                                          bool enable_progress_threads,
-                                                          bool enable_mpi_threads);
+static mca_btl_base_module_t **
+mca_btl_ofi_component_init(int *num_btls, bool enable_progress_threads, bool enable_mpi_threads);
 static int mca_btl_ofi_component_progress(void);
 
+/* clang-format off */
 mca_btl_ofi_component_t mca_btl_ofi_component = {
     .super = {
         .btl_version = {
@@ -37,6 +37,7 @@ mca_btl_ofi_component_t mca_btl_ofi_component = {
         .btl_progress = mca_btl_ofi_component_progress,
     },
 };
+/* clang-format on */
 
 const mca_base_var_enum_value_t mca_btl_ofi_completion_values[] = {
     {MCA_BTL_OFI_COMPLETION_AUTO, "auto"},
@@ -91,7 +92,7 @@ static int mca_btl_ofi_component_register(void)
                                 "Comma-separated libfabric provider names never to use",
                                 &mca_btl_ofi_component.provider_exclude);
 
-    (void) mca_base_component_var_register(
+    (void)mca_base_component_var_register(
         &mca_btl_ofi_component.super.btl_version, "mr_mode",
         "Memory-registration mode bits the BTL may accept from the provider: a comma-separated "
         "subset of virt_addr, prov_key, allocated, or \"none\" (a number is accepted too). "
@@ -116,15 +117,15 @@ static int mca_btl_ofi_component_register(void)
     OBJ_RELEASE(completion_enum);
 
     mca_btl_ofi_register_int("progress_batch",
-                             "Completion-queue entries read per progress call (1 to 256)", 32,
-                             NULL, &mca_btl_ofi_component.progress_batch);
+                             "Completion-queue entries read per progress call (1 to 256)", 32, NULL,
+                             &mca_btl_ofi_component.progress_batch);
     mca_btl_ofi_register_int("op_free_list_max",
                              "Most operation contexts kept at once (-1: unlimited); a full list "
                              "makes posts return OPAL_ERR_OUT_OF_RESOURCE",
                              -1, NULL, &mca_btl_ofi_component.op_free_list_max);
 
     mca_btl_ofi_component.force_atomic_emulation = false;
-    (void) mca_base_component_var_register(
+    (void)mca_base_component_var_register(
         &mca_btl_ofi_component.super.btl_version, "force_atomic_emulation",
         "Debug: serve every atomic except compare-and-swap through a compare-and-swap loop, "
         "as for ops the provider lacks",
@@ -135,12 +136,13 @@ static int mca_btl_ofi_component_register(void)
                              "Debug fault injection: per 1000 puts, gets and atomics, how many "
                              "are refused as if the provider returned -FI_EAGAIN (0 to 1000)",
                              0, NULL, &mca_btl_ofi_component.inject_eagain_permille);
-    mca_btl_ofi_register_int("inject_cq_error",
-                             "Debug fault injection: post every Nth put or get with a corrupted "
-                             "remote key, so that the provider reports an error completion (0: off)",
-                             0, NULL, &mca_btl_ofi_component.inject_cq_error_every);
+    mca_btl_ofi_register_int(
+        "inject_cq_error",
+        "Debug fault injection: post every Nth put or get with a corrupted "
+        "remote key, so that the provider reports an error completion (0: off)",
+        0, NULL, &mca_btl_ofi_component.inject_cq_error_every);
 
-    (void) mca_btl_ofi_pvar_register();
+    (void)mca_btl_ofi_pvar_register();
 
     /* btl_ofi_latency, _bandwidth, _put_limit, ... from the module template. */
     return mca_btl_base_param_register(&mca_btl_ofi_component.super.btl_version,
@@ -151,7 +153,7 @@ static int mca_btl_ofi_component_open(void)
 {
 #ifdef MCA_BTL_OFI_HELP_DIR
     /* Built outside Open MPI: our help file is not in Open MPI's data directory. */
-    (void) opal_show_help_add_dir(MCA_BTL_OFI_HELP_DIR);
+    (void)opal_show_help_add_dir(MCA_BTL_OFI_HELP_DIR);
 #endif
     mca_btl_ofi_component.module = NULL;
     return OPAL_SUCCESS;
@@ -167,7 +169,8 @@ static bool mca_btl_ofi_params_valid(void)
     if (OPAL_SUCCESS != mca_btl_ofi_mr_mode_parse(mca_btl_ofi_component.mr_mode_text,
                                                   &mca_btl_ofi_component.mr_mode_allowed)) {
         opal_show_help("help-mpi-btl-ofi.txt", "bad-mr-mode", true, opal_process_info.nodename,
-                       mca_btl_ofi_component.mr_mode_text ? mca_btl_ofi_component.mr_mode_text : "");
+                       mca_btl_ofi_component.mr_mode_text ? mca_btl_ofi_component.mr_mode_text
+                                                          : "");
         return false;
     }
     for (size_t i = 0; i < sizeof(mca_btl_ofi_int_params) / sizeof(mca_btl_ofi_int_params[0]);
@@ -183,15 +186,14 @@ static bool mca_btl_ofi_params_valid(void)
     return true;
 }
 
-static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btls,
-                                                          bool enable_progress_threads,
-                                                          bool enable_mpi_threads)
+static mca_btl_base_module_t **
+mca_btl_ofi_component_init(int *num_btls, bool enable_progress_threads, bool enable_mpi_threads)
 {
     mca_btl_ofi_module_t *module;
     mca_btl_base_module_t **modules;
     struct fi_info *info;
 
-    (void) enable_progress_threads;
+    (void)enable_progress_threads;
     *num_btls = 0;
 
     if (!mca_btl_ofi_params_valid()) {

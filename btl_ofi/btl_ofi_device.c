@@ -49,8 +49,8 @@ static void mca_btl_ofi_negotiated(mca_btl_ofi_module_t *module)
                            MCA_BTL_OFI_COMPLETION_LOCAL != mca_btl_ofi_component.completion;
     module->local_only = mca_btl_ofi_local_only(info);
     /* BTL-chosen keys must fit the provider's key size; key 0 is never handed out. */
-    module->key_mask = (0 == key_size || key_size >= 8) ? UINT64_MAX
-                                                       : ((UINT64_C(1) << (8 * key_size)) - 1);
+    module->key_mask =
+        (0 == key_size || key_size >= 8) ? UINT64_MAX : ((UINT64_C(1) << (8 * key_size)) - 1);
     atomic_store(&module->next_key, 1);
 
     /* What the provider can move in one operation bounds what we advertise. */
@@ -116,10 +116,9 @@ static int mca_btl_ofi_lists_init(mca_btl_ofi_module_t *module)
     if (OPAL_SUCCESS != opal_hash_table_init(&module->endpoints, 64)) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    return opal_free_list_init(&module->ops, sizeof(mca_btl_ofi_op_t), opal_cache_line_size,
-                               OBJ_CLASS(mca_btl_ofi_op_t), 0, 0, 64,
-                               mca_btl_ofi_component.op_free_list_max, 64, NULL, 0, NULL, NULL,
-                               NULL);
+    return opal_free_list_init(
+        &module->ops, sizeof(mca_btl_ofi_op_t), opal_cache_line_size, OBJ_CLASS(mca_btl_ofi_op_t),
+        0, 0, 64, mca_btl_ofi_component.op_free_list_max, 64, NULL, 0, NULL, NULL, NULL);
 }
 
 int mca_btl_ofi_device_open(mca_btl_ofi_module_t *module, struct fi_info *info)
@@ -146,8 +145,8 @@ int mca_btl_ofi_device_open(mca_btl_ofi_module_t *module, struct fi_info *info)
 
     /* The word that proof reads target; every peer may read it. */
     module->proof_word = 0;
-    module->proof_reg = mca_btl_ofi_reg_create(module, &module->proof_word,
-                                               sizeof(module->proof_word));
+    module->proof_reg =
+        mca_btl_ofi_reg_create(module, &module->proof_word, sizeof(module->proof_word));
     return (NULL == module->proof_reg) ? OPAL_ERROR : OPAL_SUCCESS;
 }
 
@@ -168,11 +167,11 @@ static void mca_btl_ofi_close_fid(struct fid **fid, const char *what)
 
 void mca_btl_ofi_device_close(mca_btl_ofi_module_t *module)
 {
-    mca_btl_ofi_close_fid((struct fid **) &module->ep, "endpoint");
-    mca_btl_ofi_close_fid((struct fid **) &module->cq, "completion queue");
-    mca_btl_ofi_close_fid((struct fid **) &module->av, "address vector");
-    mca_btl_ofi_close_fid((struct fid **) &module->domain, "domain");
-    mca_btl_ofi_close_fid((struct fid **) &module->fabric, "fabric");
+    mca_btl_ofi_close_fid((struct fid **)&module->ep, "endpoint");
+    mca_btl_ofi_close_fid((struct fid **)&module->cq, "completion queue");
+    mca_btl_ofi_close_fid((struct fid **)&module->av, "address vector");
+    mca_btl_ofi_close_fid((struct fid **)&module->domain, "domain");
+    mca_btl_ofi_close_fid((struct fid **)&module->fabric, "fabric");
     fi_freeinfo(module->info);
     module->info = NULL;
 }

@@ -17,19 +17,17 @@
 #include "opal/util/show_help.h"
 
 /* Every MR mode bit libfabric 1.x defines: asked for only to explain refusals. */
-#define MCA_BTL_OFI_MR_ALL                                                                     \
-    (FI_MR_LOCAL | FI_MR_RAW | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY |            \
+#define MCA_BTL_OFI_MR_ALL                                                                         \
+    (FI_MR_LOCAL | FI_MR_RAW | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY |                \
      FI_MR_MMU_NOTIFY | FI_MR_RMA_EVENT | FI_MR_ENDPOINT | FI_MR_HMEM)
 
 static const struct {
     uint64_t bit;
     const char *name;
 } mca_btl_ofi_mr_bit_names[] = {
-    {FI_MR_LOCAL, "local"},         {FI_MR_RAW, "raw"},
-    {FI_MR_VIRT_ADDR, "virt_addr"}, {FI_MR_ALLOCATED, "allocated"},
-    {FI_MR_PROV_KEY, "prov_key"},   {FI_MR_MMU_NOTIFY, "mmu_notify"},
-    {FI_MR_RMA_EVENT, "rma_event"}, {FI_MR_ENDPOINT, "endpoint"},
-    {FI_MR_HMEM, "hmem"},
+    {FI_MR_LOCAL, "local"},         {FI_MR_RAW, "raw"},           {FI_MR_VIRT_ADDR, "virt_addr"},
+    {FI_MR_ALLOCATED, "allocated"}, {FI_MR_PROV_KEY, "prov_key"}, {FI_MR_MMU_NOTIFY, "mmu_notify"},
+    {FI_MR_RMA_EVENT, "rma_event"}, {FI_MR_ENDPOINT, "endpoint"}, {FI_MR_HMEM, "hmem"},
 };
 
 const char *mca_btl_ofi_mr_mode_str(uint64_t mr_mode, char *buf, size_t len)
@@ -86,7 +84,7 @@ static bool mca_btl_ofi_name_ok(const char *name)
         return false;
     }
     for (const char *c = name; *c; ++c) {
-        if (!isalnum((unsigned char) *c) && '_' != *c && '-' != *c && ';' != *c) {
+        if (!isalnum((unsigned char)*c) && '_' != *c && '-' != *c && ';' != *c) {
             return false;
         }
     }
@@ -151,7 +149,7 @@ static uint64_t mca_btl_ofi_mr_item_bits(const char *item)
     unsigned long long number = strtoull(item, &end, 0);
 
     if ('\0' == *end && end != item) {
-        return (0 == (number & ~(unsigned long long) MCA_BTL_OFI_MR_SERVED)) ? number : UINT64_MAX;
+        return (0 == (number & ~(unsigned long long)MCA_BTL_OFI_MR_SERVED)) ? number : UINT64_MAX;
     }
     for (size_t b = 0; b < sizeof(mca_btl_ofi_mr_bit_names) / sizeof(mca_btl_ofi_mr_bit_names[0]);
          ++b) {
@@ -233,7 +231,7 @@ static struct fi_info *mca_btl_ofi_getinfo(uint64_t mr_mode, uint64_t op_flags, 
     /* Our operation contexts begin with room for the provider (fi_context2). */
     hints->mode = FI_CONTEXT | FI_CONTEXT2;
     hints->ep_attr->type = FI_EP_RDM;
-    hints->domain_attr->mr_mode = (int) mr_mode;
+    hints->domain_attr->mr_mode = (int)mr_mode;
     hints->domain_attr->threading = enable_mpi_threads ? FI_THREAD_SAFE : FI_THREAD_DOMAIN;
     /* The BTL polls its own CQ from opal_progress: no provider thread needed. */
     hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
@@ -263,8 +261,7 @@ static char *mca_btl_ofi_provider_names(const struct fi_info *all)
     return joined;
 }
 
-static bool mca_btl_ofi_check_include(const mca_btl_ofi_filter_t *filter,
-                                      const struct fi_info *all)
+static bool mca_btl_ofi_check_include(const mca_btl_ofi_filter_t *filter, const struct fi_info *all)
 {
     for (int i = 0; filter->include && filter->include[i]; ++i) {
         bool found = false;
@@ -300,7 +297,7 @@ static void mca_btl_ofi_explain(const mca_btl_ofi_filter_t *filter, const struct
         }
     }
     for (const struct fi_info *cur = all; cur; cur = cur->next) {
-        uint64_t mode = (uint64_t) cur->domain_attr->mr_mode;
+        uint64_t mode = (uint64_t)cur->domain_attr->mr_mode;
         if (!mca_btl_ofi_wanted(filter, cur)) {
             continue;
         }
@@ -310,8 +307,7 @@ static void mca_btl_ofi_explain(const mca_btl_ofi_filter_t *filter, const struct
                            mca_btl_ofi_mr_mode_str(mode, asked, sizeof(asked)),
                            mca_btl_ofi_mr_mode_str(mca_btl_ofi_component.mr_mode_allowed, allowed,
                                                    sizeof(allowed)),
-                           mca_btl_ofi_mr_mode_str(MCA_BTL_OFI_MR_SERVED, served,
-                                                   sizeof(served)));
+                           mca_btl_ofi_mr_mode_str(MCA_BTL_OFI_MR_SERVED, served, sizeof(served)));
             return;
         }
     }
@@ -320,12 +316,11 @@ static void mca_btl_ofi_explain(const mca_btl_ofi_filter_t *filter, const struct
             completion = mca_btl_ofi_completion_values[i].string;
         }
     }
-    opal_show_help("help-mpi-btl-ofi.txt", "no-provider", true, opal_process_info.nodename,
-                   mca_btl_ofi_component.provider_include ? mca_btl_ofi_component.provider_include
-                                                          : "(all)",
-                   mca_btl_ofi_component.provider_exclude ? mca_btl_ofi_component.provider_exclude
-                                                          : "(none)",
-                   completion, fi_provider ? fi_provider : "(not set)");
+    opal_show_help(
+        "help-mpi-btl-ofi.txt", "no-provider", true, opal_process_info.nodename,
+        mca_btl_ofi_component.provider_include ? mca_btl_ofi_component.provider_include : "(all)",
+        mca_btl_ofi_component.provider_exclude ? mca_btl_ofi_component.provider_exclude : "(none)",
+        completion, fi_provider ? fi_provider : "(not set)");
 }
 
 const char *mca_btl_ofi_completion_name(const struct fi_info *info)
@@ -398,8 +393,8 @@ struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads)
 
     if (mca_btl_ofi_component.provider_include && *mca_btl_ofi_component.provider_include &&
         mca_btl_ofi_component.provider_exclude && *mca_btl_ofi_component.provider_exclude) {
-        opal_show_help("help-mpi-btl-ofi.txt", "include-exclude", true,
-                       opal_process_info.nodename, mca_btl_ofi_component.provider_include,
+        opal_show_help("help-mpi-btl-ofi.txt", "include-exclude", true, opal_process_info.nodename,
+                       mca_btl_ofi_component.provider_include,
                        mca_btl_ofi_component.provider_exclude);
         return NULL;
     }

@@ -56,7 +56,7 @@ int mca_btl_ofi_modex_send(mca_btl_ofi_module_t *module)
     }
     strncpy(msg->provider, module->info->fabric_attr->prov_name, sizeof(msg->provider) - 1);
     msg->proof_handle = module->proof_reg->handle;
-    msg->addrlen = (uint32_t) addrlen;
+    msg->addrlen = (uint32_t)addrlen;
 
     OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &mca_btl_ofi_component.super.btl_version, msg,
                     sizeof(*msg) + addrlen);
@@ -68,8 +68,8 @@ static uint64_t mca_btl_ofi_proc_key(const struct opal_proc_t *proc)
 {
     uint64_t key = 0;
 
-    memcpy(&key, &proc->proc_name, sizeof(proc->proc_name) < sizeof(key) ? sizeof(proc->proc_name)
-                                                                          : sizeof(key));
+    memcpy(&key, &proc->proc_name,
+           sizeof(proc->proc_name) < sizeof(key) ? sizeof(proc->proc_name) : sizeof(key));
     return key;
 }
 
@@ -83,8 +83,8 @@ static mca_btl_base_endpoint_t *mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t
     fi_addr_t addr;
     int rc;
 
-    OPAL_MODEX_RECV(rc, &mca_btl_ofi_component.super.btl_version, &proc->proc_name,
-                    (void **) &msg, &size);
+    OPAL_MODEX_RECV(rc, &mca_btl_ofi_component.super.btl_version, &proc->proc_name, (void **)&msg,
+                    &size);
     if (OPAL_SUCCESS != rc || NULL == msg || size < sizeof(*msg) ||
         size != sizeof(*msg) + msg->addrlen) {
         opal_output_verbose(10, mca_btl_ofi_output, "btl:ofi: no usable modex data from %s",
@@ -103,7 +103,8 @@ static mca_btl_base_endpoint_t *mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t
     rc = fi_av_insert(module->av, msg->addr, 1, &addr, 0, NULL);
     if (1 != rc) {
         opal_output_verbose(1, mca_btl_ofi_output, "btl:ofi: fi_av_insert for %s failed: %s",
-                            OPAL_NAME_PRINT(proc->proc_name), fi_strerror(rc < 0 ? -rc : FI_EINVAL));
+                            OPAL_NAME_PRINT(proc->proc_name),
+                            fi_strerror(rc < 0 ? -rc : FI_EINVAL));
         free(msg);
         return NULL;
     }
@@ -124,8 +125,8 @@ static mca_btl_base_endpoint_t *mca_btl_ofi_endpoint_get(mca_btl_ofi_module_t *m
     mca_btl_base_endpoint_t *endpoint = NULL;
 
     OPAL_THREAD_LOCK(&module->endpoint_lock);
-    if (OPAL_SUCCESS != opal_hash_table_get_value_uint64(&module->endpoints, key,
-                                                         (void **) &endpoint)) {
+    if (OPAL_SUCCESS !=
+        opal_hash_table_get_value_uint64(&module->endpoints, key, (void **)&endpoint)) {
         endpoint = mca_btl_ofi_endpoint_create(module, proc);
         if (NULL != endpoint) {
             opal_hash_table_set_value_uint64(&module->endpoints, key, endpoint);
@@ -139,7 +140,7 @@ int mca_btl_ofi_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
                           struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers,
                           struct opal_bitmap_t *reachable)
 {
-    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *)btl;
 
     for (size_t i = 0; i < nprocs; ++i) {
         peers[i] = NULL;
@@ -148,7 +149,7 @@ int mca_btl_ofi_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
         }
         peers[i] = mca_btl_ofi_endpoint_get(module, procs[i]);
         if (NULL != peers[i] && NULL != reachable) {
-            (void) opal_bitmap_set_bit(reachable, (int) i);
+            (void)opal_bitmap_set_bit(reachable, (int)i);
         }
     }
     return OPAL_SUCCESS;
@@ -158,10 +159,10 @@ int mca_btl_ofi_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
                           struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers)
 {
     /* Endpoints stay valid until finalize: osc/rdma may still hold them. */
-    (void) btl;
-    (void) nprocs;
-    (void) procs;
-    (void) peers;
+    (void)btl;
+    (void)nprocs;
+    (void)procs;
+    (void)peers;
     return OPAL_SUCCESS;
 }
 
@@ -170,7 +171,8 @@ void mca_btl_ofi_endpoints_release(mca_btl_ofi_module_t *module)
     mca_btl_base_endpoint_t *endpoint;
     uint64_t key;
 
-    OPAL_HASH_TABLE_FOREACH(key, uint64, endpoint, &module->endpoints) {
+    OPAL_HASH_TABLE_FOREACH(key, uint64, endpoint, &module->endpoints)
+    {
         OBJ_RELEASE(endpoint);
     }
     opal_hash_table_remove_all(&module->endpoints);

@@ -9,13 +9,14 @@
 #include <time.h>
 
 /* The flags this BTL can honour; a btl_ofi_flags setting cannot add others. */
-#define MCA_BTL_OFI_FLAGS_SERVED                                                               \
-    (MCA_BTL_FLAGS_RDMA | MCA_BTL_FLAGS_ATOMIC_OPS | MCA_BTL_FLAGS_ATOMIC_FOPS |               \
+#define MCA_BTL_OFI_FLAGS_SERVED                                                                   \
+    (MCA_BTL_FLAGS_RDMA | MCA_BTL_FLAGS_ATOMIC_OPS | MCA_BTL_FLAGS_ATOMIC_FOPS |                   \
      MCA_BTL_FLAGS_RDMA_FLUSH)
 
 /* How long finalize waits for operations still in flight before it gives up on them. */
 #define MCA_BTL_OFI_DRAIN_SECONDS 10
 
+/* clang-format off */
 mca_btl_ofi_module_t mca_btl_ofi_module_template = {
     .super = {
         .btl_component = &mca_btl_ofi_component.super,
@@ -46,6 +47,7 @@ mca_btl_ofi_module_t mca_btl_ofi_module_template = {
         .btl_flush = mca_btl_ofi_flush,
     },
 };
+/* clang-format on */
 
 void mca_btl_ofi_module_limit_flags(mca_btl_ofi_module_t *module)
 {
@@ -57,7 +59,7 @@ static double mca_btl_ofi_now(void)
     struct timespec ts;
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* Let operations still in flight complete, within a bound: a vanished peer must not hang us. */
@@ -66,18 +68,18 @@ static void mca_btl_ofi_drain_bounded(mca_btl_ofi_module_t *module)
     const double deadline = mca_btl_ofi_now() + MCA_BTL_OFI_DRAIN_SECONDS;
 
     while (atomic_load(&module->outstanding) > 0 && mca_btl_ofi_now() < deadline) {
-        (void) mca_btl_ofi_progress_module(module);
+        (void)mca_btl_ofi_progress_module(module);
     }
     if (atomic_load(&module->outstanding) > 0) {
         opal_output_verbose(1, mca_btl_ofi_output,
                             "btl:ofi: finalize abandons %ld operations that did not complete",
-                            (long) atomic_load(&module->outstanding));
+                            (long)atomic_load(&module->outstanding));
     }
 }
 
 int mca_btl_ofi_finalize(struct mca_btl_base_module_t *btl)
 {
-    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *)btl;
 
     if (module->initialized) {
         mca_btl_ofi_drain_bounded(module);

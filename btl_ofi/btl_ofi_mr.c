@@ -62,7 +62,7 @@ mca_btl_ofi_reg_t *mca_btl_ofi_reg_create(mca_btl_ofi_module_t *module, void *ba
     if (NULL == reg) {
         return NULL;
     }
-    reg->handle.base = (uint64_t)(uintptr_t) base;
+    reg->handle.base = (uint64_t)(uintptr_t)base;
     reg->handle.len = size;
     /* A zero-length region needs no provider registration: no access can be in range. */
     if (0 != size && OPAL_SUCCESS != mca_btl_ofi_mr_reg(module, base, size, reg)) {
@@ -85,14 +85,15 @@ void mca_btl_ofi_reg_destroy(mca_btl_ofi_reg_t *reg)
 }
 
 struct mca_btl_base_registration_handle_t *
-mca_btl_ofi_register_mem(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
-                         void *base, size_t size, uint32_t flags)
+mca_btl_ofi_register_mem(struct mca_btl_base_module_t *btl,
+                         struct mca_btl_base_endpoint_t *endpoint, void *base, size_t size,
+                         uint32_t flags)
 {
-    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *)btl;
     mca_btl_ofi_reg_t *reg;
 
-    (void) endpoint;
-    (void) flags;
+    (void)endpoint;
+    (void)flags;
 
     reg = mca_btl_ofi_reg_create(module, base, size);
     if (NULL == reg) {
@@ -116,7 +117,7 @@ static void mca_btl_ofi_reg_release(mca_btl_ofi_reg_t *reg)
 int mca_btl_ofi_deregister_mem(struct mca_btl_base_module_t *btl,
                                struct mca_btl_base_registration_handle_t *handle)
 {
-    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *)btl;
     mca_btl_ofi_reg_t *reg;
 
     if (NULL == handle) {
@@ -139,7 +140,7 @@ void mca_btl_ofi_regs_release(mca_btl_ofi_module_t *module)
 
     while (NULL != (item = opal_list_remove_first(&module->live_regs))) {
         ++leftover;
-        mca_btl_ofi_reg_release((mca_btl_ofi_reg_t *) item);
+        mca_btl_ofi_reg_release((mca_btl_ofi_reg_t *)item);
     }
     if (0 != leftover) {
         opal_output_verbose(10, mca_btl_ofi_output,

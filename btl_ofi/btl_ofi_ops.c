@@ -15,8 +15,7 @@ OBJ_CLASS_INSTANCE(mca_btl_ofi_op_t, opal_free_list_item_t, NULL, NULL);
 /* One shared ticket counter: injection is deterministic for a given sequence of calls. */
 static uint64_t mca_btl_ofi_ticket(void)
 {
-    return atomic_fetch_add_explicit(&mca_btl_ofi_component.inject_ticket, 1,
-                                     memory_order_relaxed);
+    return atomic_fetch_add_explicit(&mca_btl_ofi_component.inject_ticket, 1, memory_order_relaxed);
 }
 
 bool mca_btl_ofi_inject_eagain(void)
@@ -27,7 +26,7 @@ bool mca_btl_ofi_inject_eagain(void)
         return false;
     }
     /* Knuth's multiplicative hash spreads consecutive tickets over 0..999. */
-    if ((mca_btl_ofi_ticket() * UINT64_C(2654435761)) % 1000 < (uint64_t) permille) {
+    if ((mca_btl_ofi_ticket() * UINT64_C(2654435761)) % 1000 < (uint64_t)permille) {
         mca_btl_ofi_count(MCA_BTL_OFI_CNT_POST_EAGAIN, 1);
         return true;
     }
@@ -38,7 +37,7 @@ uint64_t mca_btl_ofi_inject_key(uint64_t key)
 {
     int every = mca_btl_ofi_component.inject_cq_error_every;
 
-    if (OPAL_LIKELY(0 == every) || 0 != (mca_btl_ofi_ticket() + 1) % (uint64_t) every) {
+    if (OPAL_LIKELY(0 == every) || 0 != (mca_btl_ofi_ticket() + 1) % (uint64_t)every) {
         return key;
     }
     return key ^ UINT64_C(0x5a5a5a5a00000000) ^ UINT64_C(0x2a);
@@ -51,7 +50,7 @@ mca_btl_ofi_op_t *mca_btl_ofi_op_alloc(mca_btl_ofi_module_t *module, mca_btl_ofi
                                        mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
                                        void *cbdata)
 {
-    mca_btl_ofi_op_t *op = (mca_btl_ofi_op_t *) opal_free_list_get(&module->ops);
+    mca_btl_ofi_op_t *op = (mca_btl_ofi_op_t *)opal_free_list_get(&module->ops);
 
     if (OPAL_UNLIKELY(NULL == op)) {
         return NULL;
@@ -86,7 +85,7 @@ int mca_btl_ofi_post_result(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op, 
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     opal_output_verbose(1, mca_btl_ofi_output, "btl:ofi: %s failed: %s (%zd)", what,
-                        fi_strerror((int) -rc), rc);
+                        fi_strerror((int)-rc), rc);
     return OPAL_ERROR;
 }
 
@@ -97,8 +96,8 @@ void mca_btl_ofi_op_complete(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
         return;
     }
     if (NULL != op->cbfunc) {
-        op->cbfunc(&module->super, op->endpoint, op->local_address, op->local_handle,
-                   op->cbcontext, op->cbdata, status);
+        op->cbfunc(&module->super, op->endpoint, op->local_address, op->local_handle, op->cbcontext,
+                   op->cbdata, status);
     }
     mca_btl_ofi_op_release(module, op);
 }
@@ -147,7 +146,7 @@ static void mca_btl_ofi_repost_deferred(mca_btl_ofi_module_t *module)
     OPAL_THREAD_UNLOCK(&module->deferred_lock);
 
     for (opal_list_item_t *item; NULL != (item = opal_list_remove_first(&ready));) {
-        mca_btl_ofi_emulation_post(module, (mca_btl_ofi_op_t *) item);
+        mca_btl_ofi_emulation_post(module, (mca_btl_ofi_op_t *)item);
     }
     OBJ_DESTRUCT(&ready);
 }
@@ -159,14 +158,14 @@ int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module)
 
     mca_btl_ofi_repost_deferred(module);
 
-    count = fi_cq_read(module->cq, entries, (size_t) mca_btl_ofi_component.progress_batch);
+    count = fi_cq_read(module->cq, entries, (size_t)mca_btl_ofi_component.progress_batch);
     if (count > 0) {
-        mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_ENTRIES, (uint64_t) count);
+        mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_ENTRIES, (uint64_t)count);
         for (ssize_t i = 0; i < count; ++i) {
             mca_btl_ofi_op_t *op = container_of(entries[i].op_context, mca_btl_ofi_op_t, fi_ctx);
             mca_btl_ofi_op_complete(module, op, OPAL_SUCCESS);
         }
-        return (int) count;
+        return (int)count;
     }
     if (-FI_EAVAIL == count) {
         mca_btl_ofi_cq_error(module);
@@ -174,7 +173,7 @@ int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module)
     }
     if (-FI_EAGAIN != count) {
         opal_output_verbose(1, mca_btl_ofi_output, "btl:ofi: fi_cq_read failed: %s",
-                            fi_strerror((int) -count));
+                            fi_strerror((int)-count));
     }
     return 0;
 }

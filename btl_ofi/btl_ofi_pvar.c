@@ -48,8 +48,8 @@ static const struct {
 /* The counter is the pvar's ctx; the third argument is the (unused) bound object. */
 static int mca_btl_ofi_pvar_read(const struct mca_base_pvar_t *pvar, void *value, void *obj)
 {
-    (void) obj;
-    *(unsigned long *) value = (unsigned long) atomic_load((atomic_uint_fast64_t *) pvar->ctx);
+    (void)obj;
+    *(unsigned long *)value = (unsigned long)atomic_load((atomic_uint_fast64_t *)pvar->ctx);
     return OPAL_SUCCESS;
 }
 
@@ -60,8 +60,9 @@ int mca_btl_ofi_pvar_register(void)
             &mca_btl_ofi_component.super.btl_version, mca_btl_ofi_counter_info[i].name,
             mca_btl_ofi_counter_info[i].description, OPAL_INFO_LVL_4,
             mca_btl_ofi_counter_info[i].var_class, MCA_BASE_VAR_TYPE_UNSIGNED_LONG, NULL,
-            MCA_BASE_VAR_BIND_NO_OBJECT, MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS,
-            mca_btl_ofi_pvar_read, NULL, NULL, &mca_btl_ofi_component.counters[i]);
+            MCA_BASE_VAR_BIND_NO_OBJECT,
+            MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS, mca_btl_ofi_pvar_read,
+            NULL, NULL, &mca_btl_ofi_component.counters[i]);
         if (rc < 0) {
             return rc;
         }

@@ -39,8 +39,8 @@ static int mca_btl_ofi_rma(mca_btl_ofi_module_t *module, mca_btl_ofi_rma_fn_t po
     uint64_t target;
 
     if (OPAL_UNLIKELY(!mca_btl_ofi_args_ok(endpoint, remote_handle) ||
-                      OPAL_SUCCESS != mca_btl_ofi_remote_addr(module, remote_handle,
-                                                              remote_address, size, &target))) {
+                      OPAL_SUCCESS != mca_btl_ofi_remote_addr(module, remote_handle, remote_address,
+                                                              size, &target))) {
         return OPAL_ERR_BAD_PARAM;
     }
     if (OPAL_UNLIKELY(mca_btl_ofi_inject_eagain())) {
@@ -51,26 +51,25 @@ static int mca_btl_ofi_rma(mca_btl_ofi_module_t *module, mca_btl_ofi_rma_fn_t po
     if (OPAL_UNLIKELY(NULL == op)) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    return mca_btl_ofi_post_result(module, op,
-                                   post(module->ep, local_address, size,
-                                        mca_btl_ofi_local_desc(local_handle), endpoint->peer_addr,
-                                        target, mca_btl_ofi_inject_key(remote_handle->key),
-                                        &op->fi_ctx),
-                                   what);
+    return mca_btl_ofi_post_result(
+        module, op,
+        post(module->ep, local_address, size, mca_btl_ofi_local_desc(local_handle),
+             endpoint->peer_addr, target, mca_btl_ofi_inject_key(remote_handle->key), &op->fi_ctx),
+        what);
 }
 
 int mca_btl_ofi_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
                     void *local_address, uint64_t remote_address,
                     struct mca_btl_base_registration_handle_t *local_handle,
                     struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
-                    int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc,
-                    void *cbcontext, void *cbdata)
+                    int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                    void *cbdata)
 {
-    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *)btl;
     int rc;
 
-    (void) flags;
-    (void) order;
+    (void)flags;
+    (void)order;
     if (OPAL_UNLIKELY(size > btl->btl_put_limit)) {
         return OPAL_ERR_BAD_PARAM;
     }
@@ -89,14 +88,14 @@ int mca_btl_ofi_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
                     void *local_address, uint64_t remote_address,
                     struct mca_btl_base_registration_handle_t *local_handle,
                     struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
-                    int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc,
-                    void *cbcontext, void *cbdata)
+                    int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                    void *cbdata)
 {
-    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *)btl;
     int rc;
 
-    (void) flags;
-    (void) order;
+    (void)flags;
+    (void)order;
     if (OPAL_UNLIKELY(size > btl->btl_get_limit)) {
         return OPAL_ERR_BAD_PARAM;
     }
@@ -113,7 +112,7 @@ int mca_btl_ofi_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
 static void mca_btl_ofi_drain(mca_btl_ofi_module_t *module)
 {
     while (atomic_load(&module->outstanding) > 0) {
-        (void) mca_btl_ofi_progress_module(module);
+        (void)mca_btl_ofi_progress_module(module);
     }
 }
 
@@ -126,8 +125,8 @@ static int mca_btl_ofi_post_proof(mca_btl_ofi_module_t *module,
     mca_btl_ofi_op_t *read_op, *atomic_op;
     ssize_t rc;
 
-    read_op = mca_btl_ofi_op_alloc(module, MCA_BTL_OFI_OP_PROOF, endpoint, NULL, NULL, NULL, NULL,
-                                   NULL);
+    read_op =
+        mca_btl_ofi_op_alloc(module, MCA_BTL_OFI_OP_PROOF, endpoint, NULL, NULL, NULL, NULL, NULL);
     if (NULL == read_op) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
@@ -139,8 +138,8 @@ static int mca_btl_ofi_post_proof(mca_btl_ofi_module_t *module,
         return OPAL_ERROR;
     }
 
-    atomic_op = mca_btl_ofi_op_alloc(module, MCA_BTL_OFI_OP_PROOF, endpoint, NULL, NULL, NULL,
-                                     NULL, NULL);
+    atomic_op =
+        mca_btl_ofi_op_alloc(module, MCA_BTL_OFI_OP_PROOF, endpoint, NULL, NULL, NULL, NULL, NULL);
     if (NULL == atomic_op) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
@@ -169,7 +168,8 @@ static int mca_btl_ofi_prove_all(mca_btl_ofi_module_t *module)
     int rc = OPAL_SUCCESS;
 
     OPAL_THREAD_LOCK(&module->endpoint_lock);
-    OPAL_HASH_TABLE_FOREACH(key, uint64, endpoint, &module->endpoints) {
+    OPAL_HASH_TABLE_FOREACH(key, uint64, endpoint, &module->endpoints)
+    {
         int one = mca_btl_ofi_prove_endpoint(module, endpoint);
         rc = (OPAL_SUCCESS == rc) ? one : rc;
     }
@@ -179,7 +179,7 @@ static int mca_btl_ofi_prove_all(mca_btl_ofi_module_t *module)
 
 int mca_btl_ofi_flush(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint)
 {
-    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *)btl;
     int rc = OPAL_SUCCESS;
 
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_FLUSHES, 1);
