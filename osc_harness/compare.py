@@ -173,8 +173,13 @@ def locked_run(cmd, env, timeout):
             out, err = proc.communicate(timeout=timeout)
             rc = proc.returncode
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)  # the group this run started, nothing else
-            out, err = proc.communicate()
+            # mpirun cleans up its ranks on SIGTERM; SIGKILL the group it leads only if it hangs.
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                out, err = proc.communicate(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                out, err = proc.communicate()
             rc = None
         return rc, out, err, time.monotonic() - start
 
@@ -520,13 +525,16 @@ def parse_args():
     p.add_argument("--env-file", help="btl-ofi env file (default $BTL_OFI_ENV_FILE, then the "
                    "build tree's btl-ofi-env.sh)")
     p.add_argument("--out", help="output directory (default results/<timestamp>)")
-    p.add_argument("--timeout", type=int, default=120, help="seconds per run (default 120)")
+    p.add_argument("--timeout", type=int, help="seconds per run (default 45 quick, 300 full); "
+                   "a run that times out is not repeated in later repetitions")
     return p.parse_args()
 
 
 def main():
     args = parse_args()
     mode = dict(QUICK if args.quick else FULL)
+    if args.timeout is None:
+        args.timeout = 45 if args.quick else 300
     if args.benches:
         mode["benches"] = args.benches.split(",")
     providers = args.providers.split(",") if args.providers else \
@@ -553,15 +561,21 @@ def main():
           f"{args.reps} repetitions, interleaved; env file {env_file}; osc/ucx: {ucx[1]}")
     print(f"compare.py: writing to {outdir}", flush=True)
 
-    runs, start = [], time.monotonic()
+    runs, start, hung = [], time.monotonic(), set()
     for rep in range(args.reps):
         for cfg in configs:
             for bench in mode["benches"]:
+                if (cfg.label, bench) in hung:
+                    runs.append({"config": cfg.label, "bench": bench, "rep": rep, "rows": [],
+                                 "status": "not repeated (timed out before)", "seconds": 0})
+                    continue
                 result = run_one(cfg, bench, mode, args, paths, base_env)
                 if result is None:
                     continue
                 result["rep"] = rep
                 runs.append(result)
+                if result["status"] == "timeout":
+                    hung.add((cfg.label, bench))
                 print(f"  rep {rep + 1}/{args.reps} {cfg.label:22s} {bench:12s} "
                       f"{result['status']:22s} {result['seconds']:6.1f}s "
                       f"({time.monotonic() - start:5.0f}s total)", flush=True)
