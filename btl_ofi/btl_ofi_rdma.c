@@ -27,9 +27,34 @@ static ssize_t mca_btl_ofi_read(struct fid_ep *ep, void *buf, size_t len, void *
     return fi_read(ep, buf, len, desc, addr, remote, key, context);
 }
 
+/* What differs between put and get. */
+typedef struct mca_btl_ofi_rma_kind_t {
+    mca_btl_ofi_rma_fn_t post;
+    const char *name;
+    enum mca_btl_ofi_counter_id_t ops_counter;
+    enum mca_btl_ofi_counter_id_t bytes_counter;
+    bool writes; /**< the target changes: flush may have to prove it */
+} mca_btl_ofi_rma_kind_t;
+
+static const mca_btl_ofi_rma_kind_t mca_btl_ofi_put_kind = {
+    .post = mca_btl_ofi_write,
+    .name = "fi_write",
+    .ops_counter = MCA_BTL_OFI_CNT_PUTS,
+    .bytes_counter = MCA_BTL_OFI_CNT_PUT_BYTES,
+    .writes = true,
+};
+
+static const mca_btl_ofi_rma_kind_t mca_btl_ofi_get_kind = {
+    .post = mca_btl_ofi_read,
+    .name = "fi_read",
+    .ops_counter = MCA_BTL_OFI_CNT_GETS,
+    .bytes_counter = MCA_BTL_OFI_CNT_GET_BYTES,
+    .writes = false,
+};
+
 /* The one path for put and get. */
-static int mca_btl_ofi_rma(mca_btl_ofi_module_t *module, mca_btl_ofi_rma_fn_t post,
-                           const char *what, struct mca_btl_base_endpoint_t *endpoint,
+static int mca_btl_ofi_rma(mca_btl_ofi_module_t *module, const mca_btl_ofi_rma_kind_t *kind,
+                           size_t limit, struct mca_btl_base_endpoint_t *endpoint,
                            void *local_address, uint64_t remote_address,
                            struct mca_btl_base_registration_handle_t *local_handle,
                            struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
@@ -37,8 +62,10 @@ static int mca_btl_ofi_rma(mca_btl_ofi_module_t *module, mca_btl_ofi_rma_fn_t po
 {
     mca_btl_ofi_op_t *op;
     uint64_t target;
+    ssize_t posted;
+    int rc;
 
-    if (OPAL_UNLIKELY(!mca_btl_ofi_args_ok(endpoint, remote_handle) ||
+    if (OPAL_UNLIKELY(size > limit || !mca_btl_ofi_args_ok(endpoint, remote_handle) ||
                       OPAL_SUCCESS != mca_btl_ofi_remote_addr(module, remote_handle, remote_address,
                                                               size, &target))) {
         return OPAL_ERR_BAD_PARAM;
@@ -51,11 +78,18 @@ static int mca_btl_ofi_rma(mca_btl_ofi_module_t *module, mca_btl_ofi_rma_fn_t po
     if (OPAL_UNLIKELY(NULL == op)) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    return mca_btl_ofi_post_result(
-        module, op,
-        post(module->ep, local_address, size, mca_btl_ofi_local_desc(local_handle),
-             endpoint->peer_addr, target, mca_btl_ofi_inject_key(remote_handle->key), &op->fi_ctx),
-        what);
+    posted = kind->post(module->ep, local_address, size, mca_btl_ofi_local_desc(local_handle),
+                        endpoint->peer_addr, target, mca_btl_ofi_inject_key(remote_handle->key),
+                        &op->fi_ctx);
+    rc = mca_btl_ofi_post_result(module, op, posted, kind->name);
+    if (OPAL_SUCCESS == rc) {
+        if (kind->writes) {
+            atomic_store_explicit(&endpoint->unproven, true, memory_order_relaxed);
+        }
+        mca_btl_ofi_count(kind->ops_counter, 1);
+        mca_btl_ofi_count(kind->bytes_counter, size);
+    }
+    return rc;
 }
 
 int mca_btl_ofi_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
@@ -65,23 +99,9 @@ int mca_btl_ofi_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
                     int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
                     void *cbdata)
 {
-    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *)btl;
-    int rc;
-
-    (void)flags;
-    (void)order;
-    if (OPAL_UNLIKELY(size > btl->btl_put_limit)) {
-        return OPAL_ERR_BAD_PARAM;
-    }
-    rc = mca_btl_ofi_rma(module, mca_btl_ofi_write, "fi_write", endpoint, local_address,
-                         remote_address, local_handle, remote_handle, size, cbfunc, cbcontext,
-                         cbdata);
-    if (OPAL_SUCCESS == rc) {
-        atomic_store_explicit(&endpoint->unproven, true, memory_order_relaxed);
-        mca_btl_ofi_count(MCA_BTL_OFI_CNT_PUTS, 1);
-        mca_btl_ofi_count(MCA_BTL_OFI_CNT_PUT_BYTES, size);
-    }
-    return rc;
+    return mca_btl_ofi_rma((mca_btl_ofi_module_t *)btl, &mca_btl_ofi_put_kind, btl->btl_put_limit,
+                           endpoint, local_address, remote_address, local_handle, remote_handle,
+                           size, cbfunc, cbcontext, cbdata);
 }
 
 int mca_btl_ofi_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
@@ -91,22 +111,9 @@ int mca_btl_ofi_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
                     int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
                     void *cbdata)
 {
-    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *)btl;
-    int rc;
-
-    (void)flags;
-    (void)order;
-    if (OPAL_UNLIKELY(size > btl->btl_get_limit)) {
-        return OPAL_ERR_BAD_PARAM;
-    }
-    rc = mca_btl_ofi_rma(module, mca_btl_ofi_read, "fi_read", endpoint, local_address,
-                         remote_address, local_handle, remote_handle, size, cbfunc, cbcontext,
-                         cbdata);
-    if (OPAL_SUCCESS == rc) {
-        mca_btl_ofi_count(MCA_BTL_OFI_CNT_GETS, 1);
-        mca_btl_ofi_count(MCA_BTL_OFI_CNT_GET_BYTES, size);
-    }
-    return rc;
+    return mca_btl_ofi_rma((mca_btl_ofi_module_t *)btl, &mca_btl_ofi_get_kind, btl->btl_get_limit,
+                           endpoint, local_address, remote_address, local_handle, remote_handle,
+                           size, cbfunc, cbcontext, cbdata);
 }
 
 static void mca_btl_ofi_drain(mca_btl_ofi_module_t *module)
