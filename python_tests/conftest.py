@@ -1,0 +1,165 @@
+"""pytest wiring: the --provider option, the matrix parametrization, and one
+mpirun per launch group shared by all the tests that report on it."""
+
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import fabric  # noqa: E402
+import launcher  # noqa: E402
+import matrix  # noqa: E402
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("btl-ofi")
+    group.addoption("--provider", default=None,
+                    help="comma-separated libfabric providers to test (exact fi_info names, "
+                         "e.g. 'shm,tcp;ofi_rxm'); 'all' = every RDM provider with RMA and "
+                         "atomics that fi_getinfo lists. Default: the project's named "
+                         f"providers {', '.join(matrix.NAMED_PROVIDERS)} that are present")
+    group.addoption("--timeout-scale", type=float, default=1.0,
+                    help="multiply every mpirun timeout (slow machines)")
+
+
+def selected_providers(config):
+    """(providers to test, providers discovered but not tested)."""
+    discovered = [p.name for p in fabric.rdm_rma_atomic_providers()]
+    wanted = config.getoption("--provider")
+    if wanted == "all":
+        chosen = discovered
+    elif wanted:
+        chosen = [p for p in wanted.split(",") if p]
+    else:
+        chosen = [p for p in matrix.NAMED_PROVIDERS if p in discovered]
+    return chosen, [p for p in discovered if p not in chosen]
+
+
+def pytest_configure(config):
+    config._btlofi_providers = None
+
+
+def providers_of(config):
+    if config._btlofi_providers is None:
+        config._btlofi_providers = selected_providers(config)
+    return config._btlofi_providers
+
+
+def _group_marks(group):
+    return [pytest.mark.full] if matrix.group_tier(group) == "full" else []
+
+
+def pytest_generate_tests(metafunc):
+    names = metafunc.fixturenames
+    if "group" not in names:
+        return
+    providers, _ = providers_of(metafunc.config)
+    groups = matrix.groups(providers, full=True)
+    if "check" in names:
+        params = []
+        for g in groups:
+            for spec in matrix.checks_for(g):
+                marks = _group_marks(g)
+                if spec["tier"] == "full" and not marks:
+                    marks = [pytest.mark.full]
+                reason = matrix.known_failure(spec)
+                if reason:
+                    marks.append(pytest.mark.xfail(strict=True, reason=reason))
+                params.append(pytest.param(g, spec, id=f"{g.label}::{spec['id']}", marks=marks))
+        metafunc.parametrize(("group", "check"), params)
+    else:
+        metafunc.parametrize("group", [pytest.param(g, id=g.label, marks=_group_marks(g))
+                                       for g in groups])
+
+
+class LaunchCache:
+    """One mpirun per group, running exactly the checks this session selected."""
+
+    def __init__(self, session, tmp_root, scale):
+        self.session = session
+        self.tmp_root = tmp_root
+        self.scale = scale
+        self.launches = {}
+
+    def selected_checks(self, group):
+        specs = []
+        for item in self.session.items:
+            params = getattr(getattr(item, "callspec", None), "params", {})
+            if params.get("group") == group and "check" in params:
+                specs.append(params["check"])
+        if not specs:  # only the group-level test was selected: run its fast checks
+            specs = [c for c in matrix.checks_for(group) if c["tier"] == "fast"]
+        seen, unique = set(), []
+        for s in specs:
+            if s["id"] not in seen:
+                seen.add(s["id"])
+                unique.append(s)
+        return unique
+
+    def get(self, group):
+        if group not in self.launches:
+            specs = self.selected_checks(group)
+            timeout = (45 + sum(matrix.budget_seconds(s, group) for s in specs)) * self.scale
+            workdir = self.tmp_root / group.label.replace("|", "_").replace(";", "+")
+            launch = launcher.run_mpi(group.nranks, {"checks": specs}, timeout,
+                                      provider=group.provider, mca=group.mca(),
+                                      workdir=workdir)
+            launch.check_ids = [s["id"] for s in specs]
+            self.launches[group] = launch
+        return self.launches[group]
+
+
+@pytest.fixture(scope="session")
+def launches(request, tmp_path_factory):
+    if shutil.which("mpirun") is None:
+        pytest.fail("mpirun not found in PATH", pytrace=False)
+    cache = LaunchCache(request.session, tmp_path_factory.mktemp("launches"),
+                        request.config.getoption("--timeout-scale"))
+    request.config._btlofi_cache = cache
+    return cache
+
+
+@pytest.fixture(scope="session")
+def tested_providers(request):
+    return providers_of(request.config)[0]
+
+
+@pytest.fixture(scope="session")
+def mpi_env_file():
+    path = launcher.env_file_path()
+    if not Path(path).exists():
+        pytest.fail(f"btl-ofi env file {path} not found (set BTL_OFI_ENV_FILE)", pytrace=False)
+    return launcher.load_env_file(path)
+
+
+def pytest_report_header(config):
+    providers, others = providers_of(config)
+    lines = [f"btl-ofi env file: {launcher.env_file_path()}",
+             f"providers under test: {', '.join(providers) or '(none)'}"]
+    if others:
+        lines.append(f"also discovered (run with --provider all or by name): {', '.join(others)}")
+    return lines
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    cache = getattr(config, "_btlofi_cache", None)
+    if not cache or not cache.launches:
+        return
+    import outcome
+
+    tr = terminalreporter
+    tr.section("btl-ofi launches (provider | MR path | ranks | variant)")
+    for group, launch in cache.launches.items():
+        sel = outcome.selections(launch)
+        modes = sorted({("|".join(sorted(b)) or "none") + "/" + c for _, b, c in sel})
+        checks = outcome.records(launch, "check")
+        bad = sum(1 for r in checks if r["errors"])
+        state = "TIMEOUT" if launch.timed_out else (
+            launch.signal_name or ("ok" if launch.returncode == 0 else f"rc={launch.returncode}"))
+        tr.write_line(f"{group.label:44s} {state:8s} {launch.seconds:6.1f}s "
+                      f"negotiated={','.join(modes) or '-':28s} checks={len(checks)} "
+                      f"with_errors={bad}")

@@ -1,0 +1,128 @@
+"""What libfabric offers on this host, asked through fi_getinfo (cffi, API mode).
+
+A tiny C extension is compiled once per source text into a cache directory;
+it runs fi_getinfo with the same kind of hints btl-ofi uses (RDM endpoints,
+RMA + atomics, every MR mode bit allowed so that providers needing modes the
+BTL declines are listed too) and returns one line per fi_info.
+"""
+
+import dataclasses
+import functools
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+_CDEF = """
+const char *btlofi_tests_providers(void);
+"""
+
+_SOURCE = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <rdma/fabric.h>
+
+static char report[65536];
+
+/* One line per fi_info: prov_name TAB mr_mode TAB caps TAB msg_order TAB op_flags. */
+const char *btlofi_tests_providers(void)
+{
+    struct fi_info *hints = fi_allocinfo(), *list = NULL, *cur;
+    size_t used = 0;
+    int rc;
+
+    report[0] = '\0';
+    if (NULL == hints) {
+        return "error\tfi_allocinfo failed";
+    }
+    hints->caps = FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+    hints->mode = FI_CONTEXT | FI_CONTEXT2;
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_RAW | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+                                  FI_MR_PROV_KEY | FI_MR_MMU_NOTIFY | FI_MR_RMA_EVENT |
+                                  FI_MR_ENDPOINT | FI_MR_HMEM;
+    rc = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints, &list);
+    fi_freeinfo(hints);
+    if (0 != rc) {
+        snprintf(report, sizeof(report), "error\t%s", fi_strerror(-rc));
+        return report;
+    }
+    for (cur = list; cur && used < sizeof(report) - 256; cur = cur->next) {
+        used += snprintf(report + used, sizeof(report) - used, "%s\t%d\t%llu\t%llu\t%llu\n",
+                         cur->fabric_attr->prov_name, cur->domain_attr->mr_mode,
+                         (unsigned long long) cur->caps,
+                         (unsigned long long) cur->tx_attr->msg_order,
+                         (unsigned long long) cur->tx_attr->op_flags);
+    }
+    fi_freeinfo(list);
+    return report;
+}
+"""
+
+# libfabric's FI_MR_* bits (rdma/fabric.h, stable ABI since 1.5)
+MR_BITS = {
+    "local": 1 << 2, "raw": 1 << 3, "virt_addr": 1 << 4, "allocated": 1 << 5,
+    "prov_key": 1 << 6, "mmu_notify": 1 << 7, "rma_event": 1 << 8, "endpoint": 1 << 9,
+    "hmem": 1 << 10,
+}
+# Bits btl-ofi serves; a provider asking for any other bit is declined.
+MR_SERVED = {"virt_addr", "prov_key", "allocated"}
+MR_DECLINED = {"local", "endpoint", "rma_event", "mmu_notify"}
+
+
+def mr_names(mask):
+    return {name for name, bit in MR_BITS.items() if mask & bit}
+
+
+@dataclasses.dataclass(frozen=True)
+class ProviderInfo:
+    name: str
+    mr_modes: tuple  # one MR-mode bit set per fi_info of this provider
+
+    @property
+    def declined_bits(self):
+        """MR bits this provider insists on in EVERY fi_info that btl-ofi declines."""
+        sets = [mr_names(m) & MR_DECLINED for m in self.mr_modes]
+        return set.intersection(*sets) if sets else set()
+
+
+def _cache_dir():
+    base = os.environ.get("XDG_CACHE_HOME") or tempfile.gettempdir()
+    digest = hashlib.sha256((_CDEF + _SOURCE + sys.version).encode()).hexdigest()[:16]
+    return Path(base) / f"btl-ofi-tests-cffi-{digest}"
+
+
+@functools.lru_cache(maxsize=None)
+def _extension():
+    import cffi
+
+    build = _cache_dir()
+    name = "_btlofi_fi_discover"
+    built = sorted(build.glob(f"{name}*.so")) if build.exists() else []
+    if not built:
+        build.mkdir(parents=True, exist_ok=True)
+        ffi = cffi.FFI()
+        ffi.cdef(_CDEF)
+        ffi.set_source(name, _SOURCE, libraries=["fabric"])
+        built = [Path(ffi.compile(tmpdir=str(build), verbose=False))]
+    spec = importlib.util.spec_from_file_location(name, built[0])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@functools.lru_cache(maxsize=None)
+def rdm_rma_atomic_providers():
+    """Providers offering FI_EP_RDM with RMA and atomics, in fi_getinfo order."""
+    mod = _extension()
+    text = mod.ffi.string(mod.lib.btlofi_tests_providers()).decode()
+    if text.startswith("error\t"):
+        return ()
+    modes = {}
+    for line in text.splitlines():
+        fields = line.split("\t")
+        modes.setdefault(fields[0], []).append(int(fields[1]))
+    return tuple(ProviderInfo(name, tuple(m)) for name, m in modes.items())

@@ -1,0 +1,204 @@
+"""Launching rank programs under mpirun: environment, command line, lock, timeout.
+
+Every mpirun of the suite goes through run_mpi(): it loads btl-ofi's env file
+(so OUR `ofi` component is found before Open MPI's), takes the machine-wide
+MPI lock (only 2 cores: suites and benchmarks must never overlap), bounds the
+run with a timeout that kills the whole process group, and collects the JSON
+lines the ranks wrote.
+"""
+
+import dataclasses
+import fcntl
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RANK_PROG = HERE / "rank_prog.py"
+DEFAULT_ENV_FILE = "/usr/local/share/btl-ofi/btl-ofi-env.sh"
+MPI_LOCK = "/tmp/btl-ofi-mpi.lock"
+ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+
+_EXPORT_RE = re.compile(r"^\s*export\s+([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+
+
+def env_file_path():
+    return os.environ.get("BTL_OFI_ENV_FILE", DEFAULT_ENV_FILE)
+
+
+def load_env_file(path=None):
+    """The `export NAME=value` lines of btl-ofi's env file, as a dict."""
+    path = path or env_file_path()
+    exports = {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            match = _EXPORT_RE.match(line)
+            if match:
+                values = shlex.split(match.group(2), comments=True)
+                exports[match.group(1)] = values[0] if values else ""
+    if "OMPI_MCA_mca_component_path" not in exports:
+        raise RuntimeError(f"{path} exports no OMPI_MCA_mca_component_path")
+    return exports
+
+
+def _clean_base_env():
+    """This process's environment minus any Open MPI / libfabric settings that
+    would silently change what a case tests."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OMPI_MCA_", "PMIX_", "OMPI_COMM_", "FI_"))}
+    env.update(ROOT_ENV)
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+@dataclasses.dataclass
+class Launch:
+    """Everything one mpirun produced; judged only in outcome.py."""
+    argv: list
+    returncode: int | None  # None when killed by our timeout
+    timed_out: bool
+    seconds: float
+    stdout: str
+    stderr: str
+    records: list  # JSON objects the ranks wrote, in order
+    timeout: float
+    plan_ids: list = dataclasses.field(default_factory=list)
+
+    def plan_index(self, check_id):
+        return self.plan_ids.index(check_id) if check_id in self.plan_ids else -1
+
+    @property
+    def signal_name(self):
+        """The signal that ended the job (mpirun's 128+N convention or -N)."""
+        rc = self.returncode
+        if rc is None:
+            return None
+        num = -rc if rc < 0 else (rc - 128 if 128 < rc < 160 else None)
+        if num is None:
+            return None
+        try:
+            return signal.Signals(num).name
+        except ValueError:
+            return f"signal {num}"
+
+    def command_line(self):
+        return " ".join(shlex.quote(a) for a in self.argv)
+
+    def tail(self, stream="stderr", lines=25):
+        text = getattr(self, stream)
+        return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def mpirun_argv(nranks, provider=None, mca=None, osc="rdma", btl="self,vader,ofi",
+                program=None, program_args=(), verbose=True):
+    argv = ["mpirun", "-np", str(nranks), "--oversubscribe", "--bind-to", "none",
+            "--mca", "pml", "ob1", "--mca", "btl", btl, "--mca", "osc", osc]
+    if provider is not None:
+        argv += ["--mca", "btl_ofi_provider_include", provider]
+    for name, value in (mca or {}).items():
+        argv += ["--mca", name, str(value)]
+    if verbose:
+        # prints "btl:ofi: selected provider ..., mr_mode ..." on every rank
+        argv += ["--mca", "btl_base_verbose", "10"]
+    argv += [sys.executable, str(program or RANK_PROG), *program_args]
+    return argv
+
+
+def _read_records(path):
+    records = []
+    if not path.exists():
+        return records
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        line = line.strip()
+        if line:
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                records.append({"type": "garbled", "text": line[:200]})
+    return records
+
+
+def run_mpi(nranks, plan, timeout, provider=None, mca=None, osc="rdma",
+            btl="self,vader,ofi", env_overrides=None, workdir=None, verbose=True):
+    """Run rank_prog.py on `plan` (a JSON-able dict) and return a Launch.
+
+    env_overrides replaces variables of the env file (e.g. a component path
+    that loads only Open MPI's stock components)."""
+    env = _clean_base_env()
+    env.update(load_env_file())
+    env.update(env_overrides or {})
+    workdir = Path(workdir or tempfile.mkdtemp(prefix="btl-ofi-case-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    plan_path = workdir / "plan.json"
+    report_path = workdir / "report.jsonl"
+    if report_path.exists():
+        report_path.unlink()
+    plan_path.write_text(json.dumps(plan), encoding="utf-8")
+    argv = mpirun_argv(nranks, provider, mca, osc, btl,
+                       program_args=[str(plan_path), str(report_path)], verbose=verbose)
+
+    with open(MPI_LOCK, "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        start = time.monotonic()
+        proc = subprocess.Popen(argv, env=env, cwd=workdir, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, errors="replace",
+                                start_new_session=True)
+        timed_out = False
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc)
+            out, err = proc.communicate()
+        seconds = time.monotonic() - start
+    return Launch(argv=argv, returncode=None if timed_out else proc.returncode,
+                  timed_out=timed_out, seconds=seconds, stdout=out, stderr=err,
+                  records=_read_records(report_path), timeout=timeout,
+                  plan_ids=[c["id"] for c in plan.get("checks", [])])
+
+
+def _descendants(pid):
+    """Every process below pid (ranks may sit in their own process groups)."""
+    children = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _kill_group(proc):
+    """End the mpirun we started and every process below it: TERM, then KILL."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        targets = _descendants(proc.pid)
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        for pid in targets:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        try:
+            proc.wait(timeout=5)
+            return
+        except subprocess.TimeoutExpired:
+            continue

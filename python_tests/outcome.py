@@ -1,0 +1,227 @@
+"""The one place that turns what a launch produced into pass / skip / fail.
+
+Inputs: the Launch (exit status, timeout, stderr, the ranks' JSON lines),
+the Group it ran for and, for a single check, its spec. Every failure message
+names provider, MR path, rank count, variant and the check's axes (flavor,
+sync, op, dtype, count, layouts), and quotes the command line to reproduce.
+"""
+
+import dataclasses
+import re
+
+import pytest
+
+import fabric
+import matrix
+
+SELECTED_RE = re.compile(r"btl:ofi: selected provider (?P<provider>.+?) \(fabric .*?, domain .*?\),"
+                         r" mr_mode (?P<mr_mode>\S+), completion (?P<completion>\S+)")
+# Our help-file messages all name the component this way.
+OUR_MESSAGE_RE = re.compile(r"btl-ofi\s+component", re.I)
+TRAFFIC = ("put_count", "get_count", "atomic_count")
+
+
+@dataclasses.dataclass
+class Verdict:
+    status: str  # "pass", "skip", "fail", "timeout"
+    message: str = ""
+
+    def apply(self):
+        if self.status == "skip":
+            pytest.skip(self.message)
+        if self.status in ("fail", "timeout"):
+            pytest.fail(self.message, pytrace=False)
+
+
+def describe_group(group):
+    return (f"provider={group.provider} mr_path={group.mr_path} nranks={group.nranks} "
+            f"variant={group.variant}")
+
+
+def describe_check(spec):
+    keys = ("flavor_name", "sync", "op", "mpi_op", "dtype", "count", "olayout", "tlayout",
+            "repeat", "highbit")
+    return spec["kind"] + " " + " ".join(f"{k}={spec[k]}" for k in keys if k in spec)
+
+
+def records(launch, kind):
+    return [r for r in launch.records if r.get("type") == kind]
+
+
+def selections(launch):
+    """(provider, mr_mode bits, completion) per rank that selected our component."""
+    out = []
+    for m in SELECTED_RE.finditer(launch.stderr):
+        bits = set() if m["mr_mode"] == "none" else set(m["mr_mode"].split("|"))
+        out.append((m["provider"], bits, m["completion"]))
+    return out
+
+
+def our_messages(launch):
+    """Text of the btl-ofi help messages in the job's output."""
+    text = launch.stdout + "\n" + launch.stderr
+    blocks = re.split(r"^-{20,}$", text, flags=re.M)
+    return [b.strip() for b in blocks if OUR_MESSAGE_RE.search(b)]
+
+
+def launch_failure(launch, where):
+    """None if mpirun finished normally; else a Verdict for how it did not."""
+    if launch.timed_out:
+        return Verdict("timeout", f"TIMEOUT after {launch.timeout:.0f}s: {where}\n"
+                                  f"  {launch.command_line()}\n{launch.tail()}")
+    if launch.signal_name:
+        return Verdict("fail", f"CRASH ({launch.signal_name}): {where}\n"
+                               f"  {launch.command_line()}\n{launch.tail()}")
+    if launch.returncode != 0:
+        return Verdict("fail", f"exit status {launch.returncode}: {where}\n"
+                               f"  {launch.command_line()}\n{launch.tail()}")
+    return None
+
+
+def proof_of_path(launch, group=None):
+    """Did btl-ofi carry this launch's one-sided traffic?
+
+    Returns (carried: bool, reasons: list of str). Carried means: every rank
+    saw all of our counters valid, our component reported a selected provider
+    (the requested one, with an MR mode inside the requested mask), and the
+    summed BTL traffic counters moved."""
+    reasons = []
+    start = records(launch, "start")
+    if not start:
+        return False, ["no report from the ranks"]
+    states = start[0]["counters"]
+    bad = [f"rank {r}: {s} ({d})" for r, (s, d) in enumerate(states) if s != "ok"]
+    if bad:
+        reasons.append("btl_ofi counters not available: " + "; ".join(bad))
+    sel = selections(launch)
+    nranks = start[0]["nranks"]
+    if group is not None:
+        if len(sel) < nranks:
+            reasons.append(f"only {len(sel)} of {nranks} ranks report 'btl:ofi: selected "
+                           f"provider' (component not selected)")
+        wrong = {p for p, _, _ in sel if p != group.provider}
+        if wrong:
+            reasons.append(f"selected provider {sorted(wrong)} instead of {group.provider}")
+        allowed = matrix.MR_ALLOWED[group.mr_path]
+        outside = set().union(*[bits for _, bits, _ in sel]) - allowed if sel else set()
+        if outside:
+            reasons.append(f"negotiated mr_mode {sorted(outside)} which btl_ofi_mr_mode="
+                           f"{matrix.MR_PATHS[group.mr_path]!r} does not allow "
+                           f"(allowed: {sorted(allowed) or 'none'})")
+    moved = {}
+    for rec in records(launch, "check"):
+        for k in TRAFFIC:
+            moved[k] = moved.get(k, 0) + rec["deltas"].get(k, 0)
+    if not any(moved.values()):
+        reasons.append("btl_ofi put/get/atomic counters did not move during the checks")
+    return not reasons, reasons
+
+
+def judge_group(launch, group, expected_ids):
+    """Verdict on the launch as a whole: ran to the end and went through btl-ofi."""
+    where = describe_group(group)
+    declined = declined_by_design(launch, group)
+    if declined:
+        return Verdict("skip", f"btl-ofi declines {group.provider} by design: {declined}")
+    failed = launch_failure(launch, where)
+    if failed:
+        return failed
+    reported = {r["id"] for r in records(launch, "check")}
+    missing = [i for i in expected_ids if i not in reported]
+    if missing:
+        return Verdict("fail", f"{where}: {len(missing)} checks not reported, first "
+                               f"{missing[0]}\n  {launch.command_line()}")
+    carried, reasons = proof_of_path(launch, group)
+    if not carried:
+        return Verdict("fail", f"NOT CARRIED BY btl-ofi: {where}: " + "; ".join(reasons)
+                       + f"\n  {launch.command_line()}")
+    end = records(launch, "end")
+    if end and end[0]["registrations_live"][1] != end[0]["registrations_live"][0]:
+        before, after = end[0]["registrations_live"]
+        return Verdict("fail", f"{where}: btl_ofi_registrations_live {before} before the "
+                               f"checks, {after} after every window was freed (leak)")
+    return Verdict("pass")
+
+
+def declined_by_design(launch, group):
+    """The component's reason when it declines the requested provider as known
+    broken (help section provider-broken), else None."""
+    if selections(launch):
+        return None
+    for block in our_messages(launch):
+        if "declines it" in block and group.provider in block:
+            reason = [ln.split(":", 1)[1].strip() for ln in block.splitlines()
+                      if ln.strip().startswith("Reason:")]
+            return reason[0] if reason else block.splitlines()[0]
+    return None
+
+
+def optional_refusal(launch, group):
+    """For variants a provider may refuse: the component's reason, if it refused."""
+    if group.variant not in matrix.OPTIONAL_VARIANTS:
+        return None
+    if len(selections(launch)) == 0 and our_messages(launch):
+        first = our_messages(launch)[0].splitlines()
+        return " ".join(line.strip() for line in first[:3])
+    return None
+
+
+def judge_check(launch, group, spec):
+    """Verdict on one check of a launch."""
+    where = f"{describe_group(group)} :: {describe_check(spec)}"
+    declined = declined_by_design(launch, group)
+    if declined:
+        return Verdict("skip", f"btl-ofi declines {group.provider} by design: {declined}")
+    refusal = optional_refusal(launch, group)
+    if refusal:
+        return Verdict("skip", f"{group.provider} refuses {group.variant}: {refusal}")
+    by_id = {r["id"]: r for r in records(launch, "check")}
+    rec = by_id.get(spec["id"])
+    if rec is None:
+        checks_done = len(by_id)
+        hung = launch.timed_out and checks_done == launch.plan_index(spec["id"])
+        errs = [line for line in launch.stderr.splitlines()
+                if line.startswith(f"CHECK-ERROR {spec['id']} ")]
+        if launch.timed_out:
+            what = "hung in this check" if hung else "not reached: the launch timed out earlier"
+            return Verdict("timeout", f"TIMEOUT ({what}) after {launch.timeout:.0f}s: {where}\n"
+                                      + "\n".join(errs) + f"\n  {launch.command_line()}")
+        failed = launch_failure(launch, where) or Verdict("fail", f"not reported: {where}")
+        return Verdict(failed.status, failed.message + ("\n" + "\n".join(errs) if errs else ""))
+    problems = list(rec["errors"])
+    if rec.get("n_errors", 0) > len(rec["errors"]):
+        problems.append(f"... {rec['n_errors'] - len(rec['errors'])} more")
+    problems += counter_problems(rec["deltas"], spec, group)
+    start = records(launch, "start")
+    if start and any(s != "ok" for s, _ in start[0]["counters"]):
+        problems.append("btl_ofi counters unavailable: not carried by btl-ofi")
+    if problems:
+        return Verdict("fail", f"{where}\n  " + "\n  ".join(problems)
+                       + f"\n  reproduce: {launch.command_line()}")
+    return Verdict("pass")
+
+
+def counter_problems(deltas, spec, group):
+    must, any_of, zero, minimum = matrix.expected_counters(spec, group)
+    problems = []
+    shown = {k: v for k, v in sorted(deltas.items()) if v}
+    for k in sorted(must):
+        if deltas.get(k, 0) <= 0:
+            problems.append(f"btl_ofi_{k} did not move (not carried by btl-ofi?); deltas {shown}")
+    if any_of and not any(deltas.get(k, 0) > 0 for k in any_of):
+        problems.append(f"none of btl_ofi_{{{','.join(sorted(any_of))}}} moved (not carried "
+                        f"by btl-ofi?); deltas {shown}")
+    for k in sorted(zero):
+        if deltas.get(k, 0) != 0:
+            problems.append(f"btl_ofi_{k} moved by {deltas[k]} where osc/rdma must not use "
+                            f"any BTL (Win.Allocate on one node)")
+    for k, v in sorted(minimum.items()):
+        if deltas.get(k, 0) < v:
+            problems.append(f"btl_ofi_{k} moved by {deltas.get(k, 0)}, expected >= {v}")
+    return problems
+
+
+def providers_declining_mr():
+    """Providers whose every fi_info asks for an MR mode btl-ofi declines."""
+    return {p.name: p.declined_bits for p in fabric.rdm_rma_atomic_providers()
+            if p.declined_bits}

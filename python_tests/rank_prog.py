@@ -1,0 +1,82 @@
+"""Rank program: run a plan of one-sided checks and report them as JSON lines.
+
+    python rank_prog.py PLAN.json REPORT.jsonl
+
+Rank 0 appends one JSON object per line to REPORT (flushed as it goes, so a
+hang still leaves the checks before it on record):
+  {"type": "start", "nranks", "thread_level", "counters": [[state, detail] per rank]}
+  {"type": "check", "id", "errors": [...], "deltas": {counter: sum over ranks}, "seconds"}
+  {"type": "end", "registrations_live": [before, after] summed over ranks}
+Judging what these mean is the test driver's job (outcome.py), not this one's.
+Exit status: 0 when every check ran (whatever their results), else an error.
+"""
+
+import json
+import os
+import sys
+import time
+import traceback
+
+
+def main(plan_path, report_path):
+    with open(plan_path, encoding="utf-8") as fh:
+        plan = json.load(fh)
+    import mpi4py
+
+    mpi4py.rc.thread_level = plan.get("thread_level", "multiple")
+    from mpi4py import MPI
+
+    import rank_checks
+    import rank_mpit
+
+    comm = MPI.COMM_WORLD
+    rank = comm.Get_rank()
+    counters = rank_mpit.OfiCounters()
+    out = open(report_path, "a", encoding="utf-8") if rank == 0 else None
+
+    def emit(record):
+        out.write(json.dumps(record) + "\n")
+        out.flush()
+
+    states = comm.gather([counters.state, counters.detail], root=0)
+    if rank == 0:
+        emit({"type": "start", "nranks": comm.Get_size(), "thread_level": MPI.Query_thread(),
+              "counters": states, "pid": os.getpid()})
+    ctx = rank_checks.Ctx(comm)
+    live_before = comm.reduce(counters.snapshot().get("registrations_live", 0), root=0)
+    for spec in plan["checks"]:
+        comm.Barrier()
+        before = counters.snapshot()
+        start = time.monotonic()
+        try:
+            errors = rank_checks.CHECKS[spec["kind"]](ctx, spec)
+        except Exception as exc:  # an MPI error class or a bug: report, keep going
+            errors = [f"rank {rank}: {type(exc).__name__}: {exc}",
+                      traceback.format_exc(limit=4).strip().splitlines()[-3].strip()]
+            print(f"CHECK-ERROR {spec['id']} rank {rank}: {type(exc).__name__}: {exc}",
+                  file=sys.stderr, flush=True)
+        seconds = time.monotonic() - start
+        after = counters.snapshot()
+        delta = {k: after[k] - before.get(k, 0) for k in after}
+        gathered = comm.gather([errors, delta], root=0)
+        if rank == 0:
+            total = {}
+            all_errors = []
+            for r, (errs, d) in enumerate(gathered):
+                all_errors += [e if e.startswith("rank ") else f"rank {r}: {e}" for e in errs]
+                for k, v in d.items():
+                    total[k] = total.get(k, 0) + v
+            emit({"type": "check", "id": spec["id"], "errors": all_errors[:12],
+                  "n_errors": len(all_errors), "deltas": total,
+                  "seconds": round(seconds, 4)})
+    comm.Barrier()
+    live_after = comm.reduce(counters.snapshot().get("registrations_live", 0), root=0)
+    if rank == 0:
+        emit({"type": "end", "registrations_live": [live_before, live_after]})
+        out.close()
+    counters.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], sys.argv[2]))

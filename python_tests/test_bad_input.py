@@ -1,0 +1,117 @@
+"""Bad or unusable btl-ofi parameters: the component must say so clearly (its
+help messages name the "btl-ofi component") and the job must either run its
+one-sided work correctly through the fallback, with our counters absent or
+idle, or stop with that message. Never a crash, never a hang."""
+
+import re
+
+import pytest
+
+import fabric
+import launcher
+import matrix
+import outcome
+
+pytestmark = pytest.mark.bad_input
+
+# no compare-and-swap here: the fallback osc/rdma + btl/vader itself crashes in
+# MPI_Compare_and_swap on Win.Create windows, which is not what these cases test
+PLAN = [
+    matrix._rma("put", "create_du8", "fence", "int64", 8),
+    matrix._rma("get", "create_du8", "lock_shared", "int64", 8),
+    matrix._rma("acc", "create_du8", "lock_all", "int64", 1, mpi_op="SUM"),
+    matrix._rma("fop", "create_du8", "flush", "int64", 1, mpi_op="SUM"),
+]
+
+MALFORMED = r'provider list it cannot read[\s\S]*Parameter:\s+{param}[\s\S]*Bad item:\s+"{item}"'
+
+CASES = {
+    # name: (mca parameters, regex the component's message must match)
+    "include_unknown_provider": ({"btl_ofi_provider_include": "nosuchprov"},
+                                 r"Unknown provider:\s+nosuchprov"),
+    "include_leading_comma": ({"btl_ofi_provider_include": ",shm"},
+                              MALFORMED.format(param="btl_ofi_provider_include", item="")),
+    "include_empty_item": ({"btl_ofi_provider_include": "shm,,tcp"},
+                           MALFORMED.format(param="btl_ofi_provider_include", item="")),
+    "include_space": ({"btl_ofi_provider_include": "sh m"},
+                      MALFORMED.format(param="btl_ofi_provider_include", item="sh m")),
+    "exclude_empty_item": ({"btl_ofi_provider_exclude": "shm,,tcp"},
+                           MALFORMED.format(param="btl_ofi_provider_exclude", item="")),
+    "include_and_exclude": ({"btl_ofi_provider_include": "shm",
+                             "btl_ofi_provider_exclude": "sockets"},
+                            r"both an include and an exclude list"),
+    "mr_mode_bogus": ({"btl_ofi_mr_mode": "bogus"},
+                      r"btl_ofi_mr_mode[\s\S]{0,200}(cannot read|invalid)[\s\S]*bogus"),
+    "progress_batch_0": ({"btl_ofi_progress_batch": "0"},
+                         r"out of range[\s\S]*btl_ofi_progress_batch[\s\S]*Value:\s+0\b"),
+    "progress_batch_9999": ({"btl_ofi_progress_batch": "9999"},
+                            r"out of range[\s\S]*btl_ofi_progress_batch[\s\S]*Value:\s+9999"),
+}
+
+
+def _judge(launch, expect_re, what):
+    """The bad-input contract, applied to one launch."""
+    where = f"bad input {what}"
+    if launch.timed_out:
+        pytest.fail(f"HANG: {where} timed out\n  {launch.command_line()}", pytrace=False)
+    if launch.signal_name:
+        pytest.fail(f"CRASH ({launch.signal_name}): {where}\n  {launch.command_line()}\n"
+                    f"{launch.tail()}", pytrace=False)
+    text = launch.stdout + "\n" + launch.stderr
+    if not re.search(expect_re, text):
+        pytest.fail(f"{where}: no clear message matching /{expect_re}/ "
+                    f"(our messages: {outcome.our_messages(launch)[:2]})\n"
+                    f"  {launch.command_line()}\n{launch.tail()}", pytrace=False)
+    carried, reasons = outcome.proof_of_path(launch)
+    if launch.returncode == 0:
+        recs = outcome.records(launch, "check")
+        wrong = [f"{r['id']}: {r['errors'][:2]}" for r in recs if r["errors"]]
+        assert len(recs) == len(PLAN) and not wrong, \
+            f"{where}: fallback run gave wrong one-sided results: {wrong}"
+        assert not carried, (f"{where}: the job still ran through btl-ofi despite the bad "
+                             f"input (counters moved); the component must disable itself")
+        assert not outcome.selections(launch), f"{where}: btl-ofi still selected a provider"
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_parameter(case, tmp_path, mpi_env_file):
+    mca, expect = CASES[case]
+    launch = launcher.run_mpi(2, {"checks": PLAN}, timeout=90, mca=mca, workdir=tmp_path)
+    _judge(launch, expect, f"{case} ({mca})")
+
+
+def test_exclude_every_provider(tmp_path, mpi_env_file):
+    """An exclude list naming every provider fi_getinfo offers leaves nothing."""
+    everything = ",".join(p.name for p in fabric.rdm_rma_atomic_providers())
+    if not everything:
+        pytest.skip("fi_getinfo lists no RDM provider with RMA and atomics")
+    launch = launcher.run_mpi(2, {"checks": PLAN}, timeout=90,
+                              mca={"btl_ofi_provider_exclude": everything}, workdir=tmp_path)
+    _judge(launch, r"No libfabric provider on this host offers what the btl-ofi component",
+           f"exclude everything ({everything})")
+
+
+def test_provider_without_64bit_cas(tmp_path, mpi_env_file):
+    """'net' lists RMA and atomics but no 64-bit compare-and-swap: refused with a reason."""
+    names = [p.name for p in fabric.rdm_rma_atomic_providers()]
+    if "net" not in names:
+        pytest.skip(f"provider 'net' not present here (present: {names})")
+    launch = launcher.run_mpi(2, {"checks": PLAN}, timeout=90, provider="net", workdir=tmp_path)
+    _judge(launch, r"offers no 64-bit\s+compare-and-swap[\s\S]*Provider:\s+net",
+           "provider net")
+
+
+def test_provider_needing_declined_mr_mode(tmp_path, mpi_env_file):
+    """A provider that insists on FI_MR_LOCAL / ENDPOINT / RMA_EVENT / MMU_NOTIFY
+    must be refused with the mr-mode-declined message."""
+    needing = outcome.providers_declining_mr()
+    if not needing:
+        modes = {p.name: sorted(set().union(*map(fabric.mr_names, p.mr_modes)))
+                 for p in fabric.rdm_rma_atomic_providers()}
+        pytest.skip("no provider on this host needs an MR mode btl-ofi declines "
+                    f"({', '.join(sorted(fabric.MR_DECLINED))}); fi_getinfo MR modes: {modes}")
+    provider, bits = next(iter(needing.items()))
+    launch = launcher.run_mpi(2, {"checks": PLAN}, timeout=90, provider=provider,
+                              workdir=tmp_path)
+    _judge(launch, r"needs memory\s+registration modes[\s\S]*Provider:\s+" + re.escape(provider),
+           f"provider {provider} needing {sorted(bits)}")
