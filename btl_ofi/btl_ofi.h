@@ -291,20 +291,49 @@ void mca_btl_ofi_device_close(mca_btl_ofi_module_t *module);
 
 /* ---- endpoints (btl_ofi_endpoint.c) ------------------------------------ */
 
+/**
+ * Publish this process's libfabric address, provider name and proof-word handle.
+ *
+ * @param module (IN) the opened module
+ * @retval OPAL_SUCCESS, or an OPAL error after a show_help message
+ */
 int mca_btl_ofi_modex_send(mca_btl_ofi_module_t *module);
+/**
+ * Create (or find) the endpoint of each process and mark the reachable ones.
+ * A node-local provider reaches only processes on this node; a peer that
+ * published another provider is unreachable.
+ *
+ * @param procs     (IN)  processes, possibly including this one
+ * @param peers     (OUT) endpoint per process, NULL when unreachable
+ * @param reachable (OUT) bit i set when procs[i] is reachable (may be NULL)
+ * @retval OPAL_SUCCESS
+ */
 int mca_btl_ofi_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
                           struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers,
                           struct opal_bitmap_t *reachable);
 int mca_btl_ofi_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
                           struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers);
+/** Release every endpoint (at finalize). */
 void mca_btl_ofi_endpoints_release(mca_btl_ofi_module_t *module);
 
 /* ---- memory registration (btl_ofi_mr.c) -------------------------------- */
 
+/**
+ * Register [base, base + size) for local and remote access.
+ *
+ * @param endpoint (IN) ignored: registrations serve every peer
+ * @param flags    (IN) MCA_BTL_REG_FLAG_*; every access is granted
+ * @retval the handle to share with peers, or NULL if the provider refused
+ */
 struct mca_btl_base_registration_handle_t *
 mca_btl_ofi_register_mem(struct mca_btl_base_module_t *btl,
                          struct mca_btl_base_endpoint_t *endpoint, void *base, size_t size,
                          uint32_t flags);
+/**
+ * Deregister a handle returned by mca_btl_ofi_register_mem.
+ *
+ * @retval OPAL_SUCCESS, or OPAL_ERR_BAD_PARAM for a NULL handle
+ */
 int mca_btl_ofi_deregister_mem(struct mca_btl_base_module_t *btl,
                                struct mca_btl_base_registration_handle_t *handle);
 /** Register a region for internal use (not counted, not on the live list). */
@@ -381,18 +410,39 @@ int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module);
 
 /* ---- RMA (btl_ofi_rdma.c) ---------------------------------------------- */
 
+/**
+ * Put size bytes from local_address to remote_address at endpoint (btl.h contract).
+ *
+ * @param local_handle  (IN) registration of the local buffer, or NULL
+ * @param remote_handle (IN) the peer's registration covering the target range
+ * @param cbfunc        (IN) called from progress once the data is visible at the target
+ * @retval OPAL_SUCCESS               queued
+ * @retval OPAL_ERR_OUT_OF_RESOURCE   provider busy (-FI_EAGAIN) or no context: try again
+ * @retval OPAL_ERR_BAD_PARAM         missing endpoint/handle, range outside the
+ *                                    registration, or size above btl_put_limit
+ * @retval OPAL_ERROR                 the provider refused the operation
+ */
 int mca_btl_ofi_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
                     void *local_address, uint64_t remote_address,
                     struct mca_btl_base_registration_handle_t *local_handle,
                     struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
                     int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
                     void *cbdata);
+/** Get: as mca_btl_ofi_put, in the other direction and bounded by btl_get_limit. */
 int mca_btl_ofi_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
                     void *local_address, uint64_t remote_address,
                     struct mca_btl_base_registration_handle_t *local_handle,
                     struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
                     int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
                     void *cbdata);
+/**
+ * Return once every operation posted before the call is complete at its
+ * target: waits for the outstanding count to drain and, without
+ * delivery-complete, proves remote completion with ordered reads.
+ *
+ * @param endpoint (IN) peer to prove, or NULL for all (draining is always global)
+ * @retval OPAL_SUCCESS, or an OPAL error if a proof read could not be posted
+ */
 int mca_btl_ofi_flush(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint);
 
 /* ---- atomics (btl_ofi_atomics.c) --------------------------------------- */
@@ -400,17 +450,36 @@ int mca_btl_ofi_flush(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
 /** Learn from fi_*atomicvalid what the provider does natively; set btl_atomic_flags. */
 int mca_btl_ofi_atomics_probe(mca_btl_ofi_module_t *module);
 
+/**
+ * Non-fetching atomic: (*remote_address) = (*remote_address) op operand.
+ * Native when fi_atomicvalid says so, else a compare-and-swap loop.
+ *
+ * @param op    (IN) MCA_BTL_ATOMIC_*
+ * @param flags (IN) MCA_BTL_ATOMIC_FLAG_32BIT / _FLOAT select the datatype
+ * @retval as mca_btl_ofi_put; OPAL_ERR_NOT_SUPPORTED when neither the op nor a
+ *         compare-and-swap of that width exists
+ */
 int mca_btl_ofi_aop(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
                     uint64_t remote_address,
                     struct mca_btl_base_registration_handle_t *remote_handle,
                     mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
                     mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+/**
+ * Fetching atomic: as mca_btl_ofi_aop, and the previous value is stored in
+ * local_address (4 or 8 bytes) before cbfunc runs.
+ */
 int mca_btl_ofi_afop(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
                      void *local_address, uint64_t remote_address,
                      struct mca_btl_base_registration_handle_t *local_handle,
                      struct mca_btl_base_registration_handle_t *remote_handle,
                      mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
                      mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+/**
+ * Compare-and-swap: stores value if *remote_address == compare; the previous
+ * value goes to local_address. 64-bit, or 32-bit with MCA_BTL_ATOMIC_FLAG_32BIT.
+ *
+ * @retval as mca_btl_ofi_put; OPAL_ERR_NOT_SUPPORTED without a provider CAS of that width
+ */
 int mca_btl_ofi_acswap(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
                        void *local_address, uint64_t remote_address,
                        struct mca_btl_base_registration_handle_t *local_handle,
