@@ -19,10 +19,10 @@ apt-get install -y -qq --no-install-recommends \
     autoconf automake libtool pkg-config make gcc \
     python3 python3-venv python3-dev >/dev/null
 
-step "Python environment in $VENV (mpi4py, numpy, cffi, pytest)"
+step "Python environment in $VENV (mpi4py, numpy, cffi, pytest; matplotlib for the benchmarks)"
 python3 -m venv "$VENV"
 "$VENV/bin/pip" install -q --upgrade pip
-"$VENV/bin/pip" install -q -r python_tests/requirements.txt
+"$VENV/bin/pip" install -q -r python_tests/requirements.txt -r osc_harness/requirements.txt
 
 step "Build and install btl-ofi into $PREFIX"
 autoreconf -fi >/dev/null 2>&1
