@@ -1,0 +1,123 @@
+/* Shared pieces of the reliability programs (see stress_common.h). */
+#include "stress_common.h"
+
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static uint64_t rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+void stress_rng_seed(stress_rng_t *rng, uint64_t seed, uint64_t a, uint64_t b, uint64_t c)
+{
+    uint64_t x = seed;
+
+    x ^= splitmix64(&x) + a;
+    x ^= splitmix64(&x) + b;
+    x ^= splitmix64(&x) + c;
+    for (int i = 0; i < 4; ++i) {
+        rng->s[i] = splitmix64(&x);
+    }
+}
+
+uint64_t stress_rng_next(stress_rng_t *rng)
+{
+    uint64_t *s = rng->s;
+    const uint64_t result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+uint64_t stress_rng_below(stress_rng_t *rng, uint64_t n)
+{
+    return stress_rng_next(rng) % n; /* the bias is irrelevant for test plans */
+}
+
+void stress_fill(void *buf, size_t len, uint64_t seed, uint64_t tag)
+{
+    uint64_t x = seed ^ (tag * 0xd6e8feb86659fd93ULL);
+    unsigned char *p = buf;
+
+    while (len >= 8) {
+        uint64_t v = splitmix64(&x);
+        memcpy(p, &v, 8);
+        p += 8;
+        len -= 8;
+    }
+    if (len) {
+        uint64_t v = splitmix64(&x);
+        memcpy(p, &v, len);
+    }
+}
+
+uint64_t stress_default_seed(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ((uint64_t) ts.tv_sec * 1000003u) ^ (uint64_t) ts.tv_nsec ^ ((uint64_t) getpid() << 20);
+}
+
+double stress_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int stress_pvar_read(const char *name, unsigned long *out)
+{
+    MPI_T_pvar_session session;
+    MPI_T_pvar_handle handle;
+    int provided, num, count, rc = -1;
+
+    if (MPI_SUCCESS != MPI_T_init_thread(MPI_THREAD_SINGLE, &provided)) {
+        return -1;
+    }
+    if (MPI_SUCCESS != MPI_T_pvar_get_num(&num) ||
+        MPI_SUCCESS != MPI_T_pvar_session_create(&session)) {
+        MPI_T_finalize();
+        return -1;
+    }
+    for (int index = 0; index < num && rc < 0; ++index) {
+        char vname[256], desc[256];
+        int name_len = sizeof(vname), desc_len = sizeof(desc), verbosity, var_class, bind,
+            readonly, continuous, atomic;
+        MPI_Datatype dtype;
+        MPI_T_enum enumtype;
+
+        if (MPI_SUCCESS != MPI_T_pvar_get_info(index, vname, &name_len, &verbosity, &var_class,
+                                               &dtype, &enumtype, desc, &desc_len, &bind,
+                                               &readonly, &continuous, &atomic) ||
+            0 != strcmp(vname, name)) {
+            continue;
+        }
+        if (MPI_SUCCESS == MPI_T_pvar_handle_alloc(session, index, NULL, &handle, &count)) {
+            *out = 0;
+            if (MPI_SUCCESS == MPI_T_pvar_read(session, handle, out)) {
+                rc = 0;
+            }
+            MPI_T_pvar_handle_free(session, &handle);
+        }
+    }
+    MPI_T_pvar_session_free(&session);
+    MPI_T_finalize();
+    return rc;
+}

@@ -1,0 +1,42 @@
+/*
+ * Shared pieces of the reliability programs (osc_stress, osc_soak, osc_threads):
+ * exit codes, a seeded generator every rank can replay, timing, and reading any
+ * btl_ofi MPI_T counter by name (ofi_pvars.h covers the common ones; the fault
+ * injection counters are read here).
+ */
+#ifndef OSC_HARNESS_STRESS_COMMON_H
+#define OSC_HARNESS_STRESS_COMMON_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#define STRESS_EXIT_PASS 0
+#define STRESS_EXIT_WRONG 1
+#define STRESS_EXIT_NOT_OURS 2
+#define STRESS_EXIT_USAGE 3
+#define STRESS_EXIT_SKIP 77
+
+/** xoshiro256** state; seeded through splitmix64 so any 64-bit seed is usable. */
+typedef struct stress_rng {
+    uint64_t s[4];
+} stress_rng_t;
+
+/** Seed from a base seed and up to three stream numbers (epoch, phase, ...). */
+void stress_rng_seed(stress_rng_t *rng, uint64_t seed, uint64_t a, uint64_t b, uint64_t c);
+uint64_t stress_rng_next(stress_rng_t *rng);
+/** Uniform in [0, n); n > 0. */
+uint64_t stress_rng_below(stress_rng_t *rng, uint64_t n);
+/** Deterministic bytes for a (seed, tag) pair: what a put carries, replayable anywhere. */
+void stress_fill(void *buf, size_t len, uint64_t seed, uint64_t tag);
+
+/** A seed from the clock when the user gave none (printed, so it can be replayed). */
+uint64_t stress_default_seed(void);
+double stress_now(void);
+
+/**
+ * Read one btl_ofi counter by name from this process (MPI_T, after MPI_Init).
+ * @retval 0 found, value in *out; -1 not registered (component not loaded).
+ */
+int stress_pvar_read(const char *name, unsigned long *out);
+
+#endif
