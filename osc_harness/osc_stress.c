@@ -49,21 +49,34 @@ enum flavor { FLAVOR_CREATE, FLAVOR_DYNAMIC, FLAVOR_ALLOCATE, FLAVOR_COUNT };
 static const char *const flavor_names[FLAVOR_COUNT] = {"create", "dynamic", "allocate"};
 
 enum sync_mode { SYNC_FENCE, SYNC_LOCK_EXCL, SYNC_LOCK_SHARED, SYNC_LOCK_ALL, SYNC_COUNT };
-static const char *const sync_names[SYNC_COUNT] = {"fence", "lock_excl", "lock_shared",
-                                                   "lock_all"};
+static const char *const sync_names[SYNC_COUNT] = {"fence", "lock_excl", "lock_shared", "lock_all"};
 
 enum dtype { DT_I64, DT_I32, DT_F64, DT_COUNT };
 static const char *const dt_names[DT_COUNT] = {"int64", "int32", "double"};
 static const size_t dt_sizes[DT_COUNT] = {8, 4, 8};
 
-enum mop { MOP_SUM, MOP_BXOR, MOP_BOR, MOP_BAND, MOP_MAX, MOP_MIN, MOP_REPLACE, MOP_NO_OP,
-           MOP_COUNT };
+enum mop {
+    MOP_SUM,
+    MOP_BXOR,
+    MOP_BOR,
+    MOP_BAND,
+    MOP_MAX,
+    MOP_MIN,
+    MOP_REPLACE,
+    MOP_NO_OP,
+    MOP_COUNT
+};
 static const char *const mop_names[MOP_COUNT] = {"SUM", "BXOR", "BOR",     "BAND",
                                                  "MAX", "MIN",  "REPLACE", "NO_OP"};
 
 enum op_kind { OP_PUT, OP_GET, OP_PUT_VEC, OP_ACC, OP_GACC, OP_FOP, OP_CAS };
-static const char *const kind_names[] = {"put", "get", "put(vector type)", "accumulate",
-                                         "get_accumulate", "fetch_and_op", "compare_and_swap"};
+static const char *const kind_names[] = {"put",
+                                         "get",
+                                         "put(vector type)",
+                                         "accumulate",
+                                         "get_accumulate",
+                                         "fetch_and_op",
+                                         "compare_and_swap"};
 
 enum check { CHECK_NONE, CHECK_EXACT, CHECK_RECORD };
 
@@ -106,9 +119,9 @@ typedef struct stress_ctx {
     stress_opts_t opt;
     int rank, size, flavor, epoch, phase, sync;
     size_t win_bytes, atom_off, ncells, nint_cells, *chunk_off, *chunk_len, nchunks;
-    unsigned char *local;  /* this rank's window memory */
-    unsigned char *model;  /* size * win_bytes: what every window must hold */
-    MPI_Aint *dyn_base;    /* dynamic windows: every rank's attach address */
+    unsigned char *local; /* this rank's window memory */
+    unsigned char *model; /* size * win_bytes: what every window must hold */
+    MPI_Aint *dyn_base;   /* dynamic windows: every rank's attach address */
     MPI_Win win;
     unsigned char *scratch;
     size_t scratch_cap;
@@ -117,6 +130,8 @@ typedef struct stress_ctx {
     long mismatches, reports;
     unsigned long ops_issued;
     const struct stress_plan *cur_plan; /* for naming an op's group in reports */
+    stress_pvar_t eagain_pvar;          /* btl_ofi_post_eagain: proof that injection fired */
+    long mpi_errors;                    /* report-only: MPI calls that returned an error */
 } stress_ctx_t;
 
 /* ---- datatypes and operations: the model's arithmetic ---------------------------------- */
@@ -149,9 +164,9 @@ static int64_t load_elem(const void *p, int dt)
 
 static void store_elem(void *p, int dt, int64_t v)
 {
-    int32_t v32 = (int32_t) v;
+    int32_t v32 = (int32_t)v;
 
-    memcpy(p, DT_I32 == dt ? (void *) &v32 : (void *) &v, dt_sizes[dt]);
+    memcpy(p, DT_I32 == dt ? (void *)&v32 : (void *)&v, dt_sizes[dt]);
 }
 
 static int64_t f64_bits(double d)
@@ -173,16 +188,32 @@ static int64_t apply_int(int mop, int64_t cur, int64_t x, bool narrow)
     uint64_t r;
 
     switch (mop) {
-    case MOP_SUM: r = (uint64_t) cur + (uint64_t) x; break;
-    case MOP_BXOR: r = (uint64_t) (cur ^ x); break;
-    case MOP_BOR: r = (uint64_t) (cur | x); break;
-    case MOP_BAND: r = (uint64_t) (cur & x); break;
-    case MOP_MAX: r = (uint64_t) (cur > x ? cur : x); break;
-    case MOP_MIN: r = (uint64_t) (cur < x ? cur : x); break;
-    case MOP_REPLACE: r = (uint64_t) x; break;
-    default: r = (uint64_t) cur; break;
+    case MOP_SUM:
+        r = (uint64_t)cur + (uint64_t)x;
+        break;
+    case MOP_BXOR:
+        r = (uint64_t)(cur ^ x);
+        break;
+    case MOP_BOR:
+        r = (uint64_t)(cur | x);
+        break;
+    case MOP_BAND:
+        r = (uint64_t)(cur & x);
+        break;
+    case MOP_MAX:
+        r = (uint64_t)(cur > x ? cur : x);
+        break;
+    case MOP_MIN:
+        r = (uint64_t)(cur < x ? cur : x);
+        break;
+    case MOP_REPLACE:
+        r = (uint64_t)x;
+        break;
+    default:
+        r = (uint64_t)cur;
+        break;
     }
-    return narrow ? (int64_t) (int32_t) (uint32_t) r : (int64_t) r;
+    return narrow ? (int64_t)(int32_t)(uint32_t)r : (int64_t)r;
 }
 
 static int64_t apply_op(int dt, int mop, int64_t cur, int64_t x)
@@ -190,11 +221,16 @@ static int64_t apply_op(int dt, int mop, int64_t cur, int64_t x)
     if (DT_F64 == dt) {
         double c = bits_f64(cur), v = bits_f64(x);
         switch (mop) {
-        case MOP_SUM: return f64_bits(c + v);
-        case MOP_MAX: return f64_bits(c > v ? c : v);
-        case MOP_MIN: return f64_bits(c < v ? c : v);
-        case MOP_REPLACE: return x;
-        default: return cur;
+        case MOP_SUM:
+            return f64_bits(c + v);
+        case MOP_MAX:
+            return f64_bits(c > v ? c : v);
+        case MOP_MIN:
+            return f64_bits(c < v ? c : v);
+        case MOP_REPLACE:
+            return x;
+        default:
+            return cur;
         }
     }
     return apply_int(mop, cur, x, DT_I32 == dt);
@@ -206,7 +242,7 @@ static void format_elem(char *out, size_t n, int dt, int64_t v)
         snprintf(out, n, "%.17g", bits_f64(v));
     } else {
         snprintf(out, n, "%" PRId64 " (0x%" PRIx64 ")", v,
-                 DT_I32 == dt ? (uint64_t) (uint32_t) v : (uint64_t) v);
+                 DT_I32 == dt ? (uint64_t)(uint32_t)v : (uint64_t)v);
     }
 }
 
@@ -230,14 +266,13 @@ static stress_op_t *plan_add_op(stress_plan_t *plan, int kind, int origin, int t
     op->origin = origin;
     op->target = target;
     op->rec = -1;
-    op->group = (int) plan->ngroups - 1;
+    op->group = (int)plan->ngroups - 1;
     op->tag = plan->nops;
     plan->groups[plan->ngroups - 1].nops++;
     return op;
 }
 
-static stress_group_t *plan_add_group(stress_plan_t *plan, int mode, int target, size_t off,
-                                      int dt)
+static stress_group_t *plan_add_group(stress_plan_t *plan, int mode, int target, size_t off, int dt)
 {
     stress_group_t *g;
 
@@ -250,8 +285,8 @@ static stress_group_t *plan_add_group(stress_plan_t *plan, int mode, int target,
         }
     }
     g = &plan->groups[plan->ngroups++];
-    *g = (stress_group_t){.mode = mode, .target = target, .off = off, .dt = dt,
-                          .first_op = (int) plan->nops};
+    *g = (stress_group_t){
+        .mode = mode, .target = target, .off = off, .dt = dt, .first_op = (int)plan->nops};
     return g;
 }
 
@@ -260,19 +295,19 @@ static size_t scratch_take(stress_plan_t *plan, int origin, size_t bytes)
 {
     size_t at = plan->scratch_need[origin];
 
-    plan->scratch_need[origin] += (bytes + 7) & ~(size_t) 7;
+    plan->scratch_need[origin] += (bytes + 7) & ~(size_t)7;
     return at;
 }
 
 static uint64_t phase_tag(const stress_ctx_t *ctx)
 {
-    return ((uint64_t) ctx->flavor << 56) ^ ((uint64_t) ctx->epoch << 36) ^
-           ((uint64_t) ctx->phase << 28);
+    return ((uint64_t)ctx->flavor << 56) ^ ((uint64_t)ctx->epoch << 36) ^
+           ((uint64_t)ctx->phase << 28);
 }
 
 static unsigned char *model_of(stress_ctx_t *ctx, int target)
 {
-    return ctx->model + (size_t) target * ctx->win_bytes;
+    return ctx->model + (size_t)target * ctx->win_bytes;
 }
 
 /* Content of a put (or of a vector put's packed source): replayable from the op alone. */
@@ -285,8 +320,8 @@ static int64_t vector_operand(const stress_ctx_t *ctx, const stress_op_t *op, in
 {
     uint64_t v;
 
-    stress_fill(&v, sizeof(v), ctx->opt.seed, phase_tag(ctx) ^ (op->tag << 8) ^ (uint64_t) i);
-    return MOP_SUM == op->mop ? (int64_t) (v >> 24) - (INT64_C(1) << 39) : (int64_t) v;
+    stress_fill(&v, sizeof(v), ctx->opt.seed, phase_tag(ctx) ^ (op->tag << 8) ^ (uint64_t)i);
+    return MOP_SUM == op->mop ? (int64_t)(v >> 24) - (INT64_C(1) << 39) : (int64_t)v;
 }
 
 static int64_t random_operand(stress_rng_t *rng, int dt, int mop)
@@ -294,22 +329,23 @@ static int64_t random_operand(stress_rng_t *rng, int dt, int mop)
     uint64_t r = stress_rng_next(rng);
 
     if (DT_F64 == dt) {
-        return f64_bits((double) ((int64_t) (r % 2000001) - 1000000));
+        return f64_bits((double)((int64_t)(r % 2000001) - 1000000));
     }
     switch (mop) {
     case MOP_SUM:
-        return DT_I32 == dt ? (int64_t) (r % 2000001) - 1000000 : (int64_t) (r >> 23) - (INT64_C(1) << 40);
+        return DT_I32 == dt ? (int64_t)(r % 2000001) - 1000000
+                            : (int64_t)(r >> 23) - (INT64_C(1) << 40);
     case MOP_MAX:
     case MOP_MIN:
-        return DT_I32 == dt ? (int64_t) (int32_t) r : (int64_t) (r >> 16) - (INT64_C(1) << 47);
+        return DT_I32 == dt ? (int64_t)(int32_t)r : (int64_t)(r >> 16) - (INT64_C(1) << 47);
     default:
-        return DT_I32 == dt ? (int64_t) (int32_t) r : (int64_t) r;
+        return DT_I32 == dt ? (int64_t)(int32_t)r : (int64_t)r;
     }
 }
 
 static int pick_origin(stress_rng_t *rng, const stress_ctx_t *ctx)
 {
-    return (int) stress_rng_below(rng, ctx->size);
+    return (int)stress_rng_below(rng, ctx->size);
 }
 
 static bool passive(const stress_ctx_t *ctx)
@@ -322,7 +358,7 @@ static void plan_chunk(stress_ctx_t *ctx, stress_plan_t *plan, stress_rng_t *rng
                        size_t chunk)
 {
     size_t off = ctx->chunk_off[chunk], len = ctx->chunk_len[chunk];
-    int owner = pick_origin(rng, ctx), action = (int) stress_rng_below(rng, 5);
+    int owner = pick_origin(rng, ctx), action = (int)stress_rng_below(rng, 5);
     unsigned char *model = model_of(ctx, target);
     stress_op_t *op;
 
@@ -349,7 +385,7 @@ static void plan_chunk(stress_ctx_t *ctx, stress_plan_t *plan, stress_rng_t *rng
         op->off = off;
         op->len = cut;
     } else if (3 == action) { /* several readers, nobody writes */
-        int readers = 1 + (int) stress_rng_below(rng, 3);
+        int readers = 1 + (int)stress_rng_below(rng, 3);
         for (int r = 0; r < readers; ++r) {
             op = plan_add_op(plan, OP_GET, r ? pick_origin(rng, ctx) : owner, target);
             op->off = off;
@@ -365,10 +401,10 @@ static void plan_chunk(stress_ctx_t *ctx, stress_plan_t *plan, stress_rng_t *rng
         }
         op = plan_add_op(plan, blocks ? OP_PUT_VEC : OP_PUT, owner, target);
         op->off = off;
-        op->count = (int) blocks;
+        op->count = (int)blocks;
         op->len = blocks ? (blocks - 1) * 16 + 8 : len;
     }
-    for (int i = plan->groups[plan->ngroups - 1].first_op; i < (int) plan->nops; ++i) {
+    for (int i = plan->groups[plan->ngroups - 1].first_op; i < (int)plan->nops; ++i) {
         op = &plan->ops[i];
         op->use_req = passive(ctx) && stress_rng_below(rng, 3) == 0;
         if (OP_GET == op->kind) {
@@ -378,11 +414,11 @@ static void plan_chunk(stress_ctx_t *ctx, stress_plan_t *plan, stress_rng_t *rng
             op->src = scratch_take(plan, op->origin, op->len);
             put_content(ctx, op, model + op->off, op->len);
         } else {
-            unsigned char *packed = malloc((size_t) op->count * 8);
-            op->src = scratch_take(plan, op->origin, (size_t) op->count * 8);
-            put_content(ctx, op, packed, (size_t) op->count * 8);
+            unsigned char *packed = malloc((size_t)op->count * 8);
+            op->src = scratch_take(plan, op->origin, (size_t)op->count * 8);
+            put_content(ctx, op, packed, (size_t)op->count * 8);
             for (int b = 0; b < op->count; ++b) {
-                memcpy(model + op->off + (size_t) b * 16, packed + (size_t) b * 8, 8);
+                memcpy(model + op->off + (size_t)b * 16, packed + (size_t)b * 8, 8);
             }
             free(packed);
             op->use_req = 0; /* the vector put has a derived target type; keep it blocking-free */
@@ -412,14 +448,15 @@ static void plan_commute(stress_ctx_t *ctx, stress_plan_t *plan, stress_rng_t *r
 {
     static const int int_ops[] = {MOP_SUM, MOP_BXOR, MOP_BOR, MOP_BAND, MOP_MAX, MOP_MIN};
     static const int f64_ops[] = {MOP_SUM, MOP_MAX, MOP_MIN};
-    int mop = DT_F64 == g->dt ? f64_ops[stress_rng_below(rng, 3)] : int_ops[stress_rng_below(rng, 6)];
-    int n = 2 + (int) stress_rng_below(rng, 6);
+    int mop =
+        DT_F64 == g->dt ? f64_ops[stress_rng_below(rng, 3)] : int_ops[stress_rng_below(rng, 6)];
+    int n = 2 + (int)stress_rng_below(rng, 6);
     int64_t v = load_elem(cell, g->dt);
 
     for (int i = 0; i < n; ++i) {
         int kind = stress_rng_below(rng, 4) ? OP_ACC : OP_GACC;
-        stress_op_t *op = atomic_op(plan, kind, pick_origin(rng, ctx), g, mop,
-                                    random_operand(rng, g->dt, mop));
+        stress_op_t *op =
+            atomic_op(plan, kind, pick_origin(rng, ctx), g, mop, random_operand(rng, g->dt, mop));
         op->use_req = passive(ctx) && stress_rng_below(rng, 3) == 0;
         v = apply_op(g->dt, mop, v, op->operand);
     }
@@ -429,7 +466,7 @@ static void plan_commute(stress_ctx_t *ctx, stress_plan_t *plan, stress_rng_t *r
 static void plan_vector(stress_ctx_t *ctx, stress_plan_t *plan, stress_rng_t *rng,
                         stress_group_t *g, int cells, unsigned char *base)
 {
-    int mop = stress_rng_below(rng, 2) ? MOP_SUM : MOP_BXOR, n = 2 + (int) stress_rng_below(rng, 3);
+    int mop = stress_rng_below(rng, 2) ? MOP_SUM : MOP_BXOR, n = 2 + (int)stress_rng_below(rng, 3);
 
     for (int i = 0; i < n; ++i) {
         stress_op_t *op = plan_add_op(plan, OP_ACC, pick_origin(rng, ctx), g->target);
@@ -437,27 +474,27 @@ static void plan_vector(stress_ctx_t *ctx, stress_plan_t *plan, stress_rng_t *rn
         op->mop = mop;
         op->count = cells;
         op->off = g->off;
-        op->len = (size_t) cells * CELL;
+        op->len = (size_t)cells * CELL;
         op->src = scratch_take(plan, op->origin, op->len);
         op->use_req = passive(ctx) && stress_rng_below(rng, 3) == 0;
         for (int c = 0; c < cells; ++c) {
-            unsigned char *p = base + (size_t) c * CELL;
-            store_elem(p, DT_I64, apply_op(DT_I64, mop, load_elem(p, DT_I64),
-                                           vector_operand(ctx, op, c)));
+            unsigned char *p = base + (size_t)c * CELL;
+            store_elem(p, DT_I64,
+                       apply_op(DT_I64, mop, load_elem(p, DT_I64), vector_operand(ctx, op, c)));
         }
     }
 }
 
-static void plan_chain(stress_ctx_t *ctx, stress_plan_t *plan, stress_rng_t *rng,
-                       stress_group_t *g, unsigned char *cell)
+static void plan_chain(stress_ctx_t *ctx, stress_plan_t *plan, stress_rng_t *rng, stress_group_t *g,
+                       unsigned char *cell)
 {
-    int n = 2 + (int) stress_rng_below(rng, 7);
+    int n = 2 + (int)stress_rng_below(rng, 7);
     int64_t v = g->start;
 
     for (int i = 0; i < n; ++i) {
         int kind = stress_rng_below(rng, 3) ? OP_FOP : OP_GACC;
         stress_op_t *op = atomic_op(plan, kind, pick_origin(rng, ctx), g, MOP_SUM,
-                                    1 + (int64_t) stress_rng_below(rng, 1000));
+                                    1 + (int64_t)stress_rng_below(rng, 1000));
         op->use_req = OP_GACC == kind && passive(ctx) && stress_rng_below(rng, 2) == 0;
         op->check = CHECK_RECORD;
         op->rec = plan->nrec++;
@@ -467,22 +504,24 @@ static void plan_chain(stress_ctx_t *ctx, stress_plan_t *plan, stress_rng_t *rng
 }
 
 /* One origin, a sequence whose every fetched value is known: MPI orders accumulates per origin. */
-static void plan_owner(stress_ctx_t *ctx, stress_plan_t *plan, stress_rng_t *rng,
-                       stress_group_t *g, unsigned char *cell)
+static void plan_owner(stress_ctx_t *ctx, stress_plan_t *plan, stress_rng_t *rng, stress_group_t *g,
+                       unsigned char *cell)
 {
-    int owner = pick_origin(rng, ctx), n = 2 + (int) stress_rng_below(rng, 6);
+    int owner = pick_origin(rng, ctx), n = 2 + (int)stress_rng_below(rng, 6);
     int64_t v = g->start;
 
     for (int i = 0; i < n; ++i) {
-        int pick = (int) stress_rng_below(rng, DT_F64 == g->dt ? 6 : 8);
+        int pick = (int)stress_rng_below(rng, DT_F64 == g->dt ? 6 : 8);
         int kind = (pick < 3) ? OP_FOP : (pick < 4 ? OP_GACC : (pick < 6 ? OP_ACC : OP_CAS));
-        int mop = (0 == pick || 3 == pick || 4 == pick) ? MOP_SUM
-                                                        : (1 == pick || 5 == pick ? MOP_REPLACE : MOP_NO_OP);
+        int mop = (0 == pick || 3 == pick || 4 == pick)
+                      ? MOP_SUM
+                      : (1 == pick || 5 == pick ? MOP_REPLACE : MOP_NO_OP);
         stress_op_t *op = atomic_op(plan, kind, owner, g, mop, random_operand(rng, g->dt, MOP_SUM));
 
         if (OP_CAS == kind) {
             /* pick 6 hits (compare == current), pick 7 misses (compare != current) */
-            op->compare = 6 == pick ? v : apply_op(g->dt, MOP_SUM, v, 1 + (int64_t) stress_rng_below(rng, 99));
+            op->compare =
+                6 == pick ? v : apply_op(g->dt, MOP_SUM, v, 1 + (int64_t)stress_rng_below(rng, 99));
             op->expect = v;
             if (op->compare == v) {
                 v = op->operand;
@@ -492,16 +531,15 @@ static void plan_owner(stress_ctx_t *ctx, stress_plan_t *plan, stress_rng_t *rng
             v = apply_op(g->dt, mop, v, op->operand);
         }
         op->check = OP_ACC == kind ? CHECK_NONE : CHECK_EXACT;
-        op->use_req = (OP_ACC == kind || OP_GACC == kind) && passive(ctx) &&
-                      stress_rng_below(rng, 3) == 0;
+        op->use_req =
+            (OP_ACC == kind || OP_GACC == kind) && passive(ctx) && stress_rng_below(rng, 3) == 0;
     }
     store_elem(cell, g->dt, v);
 }
 
-static void plan_claim(stress_ctx_t *ctx, stress_plan_t *plan, stress_rng_t *rng,
-                       stress_group_t *g)
+static void plan_claim(stress_ctx_t *ctx, stress_plan_t *plan, stress_rng_t *rng, stress_group_t *g)
 {
-    int first = pick_origin(rng, ctx), n = 2 + (int) stress_rng_below(rng, ctx->size);
+    int first = pick_origin(rng, ctx), n = 2 + (int)stress_rng_below(rng, ctx->size);
 
     if (n > ctx->size) {
         n = ctx->size;
@@ -517,10 +555,9 @@ static void plan_claim(stress_ctx_t *ctx, stress_plan_t *plan, stress_rng_t *rng
     /* the model's cell is set once the winner is known (apply_claims) */
 }
 
-static void plan_read(stress_ctx_t *ctx, stress_plan_t *plan, stress_rng_t *rng,
-                      stress_group_t *g)
+static void plan_read(stress_ctx_t *ctx, stress_plan_t *plan, stress_rng_t *rng, stress_group_t *g)
 {
-    int n = 1 + (int) stress_rng_below(rng, 3);
+    int n = 1 + (int)stress_rng_below(rng, 3);
 
     for (int i = 0; i < n; ++i) {
         stress_op_t *op = plan_add_op(plan, OP_GET, pick_origin(rng, ctx), g->target);
@@ -535,18 +572,18 @@ static void plan_read(stress_ctx_t *ctx, stress_plan_t *plan, stress_rng_t *rng,
 /* Finds `cells` free consecutive cells in [lo, hi); -1 if a few random tries fail. */
 static long find_cells(stress_rng_t *rng, unsigned char *used, size_t lo, size_t hi, int cells)
 {
-    if (hi - lo < (size_t) cells) {
+    if (hi - lo < (size_t)cells) {
         return -1;
     }
     for (int tries = 0; tries < 8; ++tries) {
-        size_t at = lo + stress_rng_below(rng, hi - lo - (size_t) cells + 1);
+        size_t at = lo + stress_rng_below(rng, hi - lo - (size_t)cells + 1);
         bool free_run = true;
         for (int c = 0; c < cells; ++c) {
-            free_run = free_run && !used[at + (size_t) c];
+            free_run = free_run && !used[at + (size_t)c];
         }
         if (free_run) {
-            memset(used + at, 1, (size_t) cells);
-            return (long) at;
+            memset(used + at, 1, (size_t)cells);
+            return (long)at;
         }
     }
     return -1;
@@ -558,32 +595,51 @@ static void plan_atomics(stress_ctx_t *ctx, stress_plan_t *plan, stress_rng_t *r
     unsigned char *model = model_of(ctx, target);
 
     for (int i = 0; i < ctx->opt.groups; ++i) {
-        int r = (int) stress_rng_below(rng, 100), mode, cells = 1, dt;
+        int r = (int)stress_rng_below(rng, 100), mode, cells = 1, dt;
         bool dbl;
         long cell;
         stress_group_t *g;
 
-        mode = r < 28 ? G_COMMUTE : r < 38 ? G_VECTOR : r < 58 ? G_CHAIN : r < 83 ? G_OWNER
-             : r < 93 ? G_CLAIM : G_READ;
-        dbl = (G_COMMUTE == mode || G_OWNER == mode || G_READ == mode) && stress_rng_below(rng, 4) == 0;
+        mode = r < 28   ? G_COMMUTE
+               : r < 38 ? G_VECTOR
+               : r < 58 ? G_CHAIN
+               : r < 83 ? G_OWNER
+               : r < 93 ? G_CLAIM
+                        : G_READ;
+        dbl = (G_COMMUTE == mode || G_OWNER == mode || G_READ == mode) &&
+              stress_rng_below(rng, 4) == 0;
         if (G_VECTOR == mode) {
-            cells = 2 + (int) stress_rng_below(rng, 7);
+            cells = 2 + (int)stress_rng_below(rng, 7);
         }
         cell = dbl ? find_cells(rng, used, ctx->nint_cells, ctx->ncells, 1)
                    : find_cells(rng, used, 0, ctx->nint_cells, cells);
         if (cell < 0) {
             continue;
         }
-        dt = dbl ? DT_F64 : ((G_VECTOR == mode || G_CLAIM == mode || stress_rng_below(rng, 3)) ? DT_I64 : DT_I32);
-        g = plan_add_group(plan, mode, target, ctx->atom_off + (size_t) cell * CELL, dt);
+        dt = dbl ? DT_F64
+                 : ((G_VECTOR == mode || G_CLAIM == mode || stress_rng_below(rng, 3)) ? DT_I64
+                                                                                      : DT_I32);
+        g = plan_add_group(plan, mode, target, ctx->atom_off + (size_t)cell * CELL, dt);
         g->start = load_elem(model + g->off, dt);
         switch (mode) {
-        case G_COMMUTE: plan_commute(ctx, plan, rng, g, model + g->off); break;
-        case G_VECTOR: plan_vector(ctx, plan, rng, g, cells, model + g->off); break;
-        case G_CHAIN: plan_chain(ctx, plan, rng, g, model + g->off); break;
-        case G_OWNER: plan_owner(ctx, plan, rng, g, model + g->off); break;
-        case G_CLAIM: plan_claim(ctx, plan, rng, g); break;
-        default: plan_read(ctx, plan, rng, g); break;
+        case G_COMMUTE:
+            plan_commute(ctx, plan, rng, g, model + g->off);
+            break;
+        case G_VECTOR:
+            plan_vector(ctx, plan, rng, g, cells, model + g->off);
+            break;
+        case G_CHAIN:
+            plan_chain(ctx, plan, rng, g, model + g->off);
+            break;
+        case G_OWNER:
+            plan_owner(ctx, plan, rng, g, model + g->off);
+            break;
+        case G_CLAIM:
+            plan_claim(ctx, plan, rng, g);
+            break;
+        default:
+            plan_read(ctx, plan, rng, g);
+            break;
         }
     }
 }
@@ -600,7 +656,7 @@ static void plan_phase(stress_ctx_t *ctx, stress_plan_t *plan)
     stress_rng_seed(&rng, ctx->opt.seed, ctx->flavor, ctx->epoch, ctx->phase);
     for (int t = 0; t < ctx->size; ++t) {
         memset(used, 0, ctx->nchunks);
-        for (int i = 0; i < ctx->opt.chunks && i < (int) ctx->nchunks; ++i) {
+        for (int i = 0; i < ctx->opt.chunks && i < (int)ctx->nchunks; ++i) {
             size_t c = stress_rng_below(&rng, ctx->nchunks);
             if (!used[c]) {
                 used[c] = 1;
@@ -615,9 +671,28 @@ static void plan_phase(stress_ctx_t *ctx, stress_plan_t *plan)
 
 /* ---- execution ---------------------------------------------------------------------------- */
 
+/* Report-only runs set MPI_ERRORS_RETURN on the window: an RMA error is counted, not fatal. */
+static void mpi_rc(stress_ctx_t *ctx, const char *call, int rc)
+{
+    char text[MPI_MAX_ERROR_STRING];
+    int len = 0;
+
+    if (MPI_SUCCESS == rc) {
+        return;
+    }
+    if (ctx->mpi_errors++ < MAX_REPORTS) {
+        MPI_Error_string(rc, text, &len);
+        fprintf(stderr,
+                "MPI ERROR seed=%" PRIu64 " flavor=%s epoch=%d phase=%d sync=%s: rank %d %s "
+                "returned %d (%s)\n",
+                ctx->opt.seed, flavor_names[ctx->flavor], ctx->epoch, ctx->phase,
+                sync_names[ctx->sync], ctx->rank, call, rc, text);
+    }
+}
+
 static MPI_Aint target_disp(const stress_ctx_t *ctx, int target, size_t off)
 {
-    return FLAVOR_DYNAMIC == ctx->flavor ? ctx->dyn_base[target] + (MPI_Aint) off : (MPI_Aint) off;
+    return FLAVOR_DYNAMIC == ctx->flavor ? ctx->dyn_base[target] + (MPI_Aint)off : (MPI_Aint)off;
 }
 
 static void issue(stress_ctx_t *ctx, const stress_op_t *op, MPI_Request *reqs, int *nreq)
@@ -633,62 +708,77 @@ static void issue(stress_ctx_t *ctx, const stress_op_t *op, MPI_Request *reqs, i
     case OP_PUT:
         put_content(ctx, op, src, op->len);
         if (req) {
-            MPI_Rput(src, (int) op->len, MPI_BYTE, op->target, disp, (int) op->len, MPI_BYTE, win, req);
+            mpi_rc(ctx, "MPI_Rput",
+                   MPI_Rput(src, (int)op->len, MPI_BYTE, op->target, disp, (int)op->len, MPI_BYTE,
+                            win, req));
         } else {
-            MPI_Put(src, (int) op->len, MPI_BYTE, op->target, disp, (int) op->len, MPI_BYTE, win);
+            mpi_rc(ctx, "MPI_Put",
+                   MPI_Put(src, (int)op->len, MPI_BYTE, op->target, disp, (int)op->len, MPI_BYTE,
+                           win));
         }
         break;
     case OP_GET:
         memset(res, 0xa5, op->len);
         if (req) {
-            MPI_Rget(res, (int) op->len, MPI_BYTE, op->target, disp, (int) op->len, MPI_BYTE, win, req);
+            mpi_rc(ctx, "MPI_Rget",
+                   MPI_Rget(res, (int)op->len, MPI_BYTE, op->target, disp, (int)op->len, MPI_BYTE,
+                            win, req));
         } else {
-            MPI_Get(res, (int) op->len, MPI_BYTE, op->target, disp, (int) op->len, MPI_BYTE, win);
+            mpi_rc(ctx, "MPI_Get",
+                   MPI_Get(res, (int)op->len, MPI_BYTE, op->target, disp, (int)op->len, MPI_BYTE,
+                           win));
         }
         break;
     case OP_PUT_VEC: {
         MPI_Datatype vec;
-        put_content(ctx, op, src, (size_t) op->count * 8);
+        put_content(ctx, op, src, (size_t)op->count * 8);
         MPI_Type_vector(op->count, 8, 16, MPI_BYTE, &vec);
         MPI_Type_commit(&vec);
-        MPI_Put(src, op->count * 8, MPI_BYTE, op->target, disp, 1, vec, win);
+        mpi_rc(ctx, "MPI_Put",
+               MPI_Put(src, op->count * 8, MPI_BYTE, op->target, disp, 1, vec, win));
         MPI_Type_free(&vec);
         break;
     }
     case OP_ACC:
         if (op->count > 1) {
             for (int c = 0; c < op->count; ++c) {
-                store_elem(src + (size_t) c * 8, DT_I64, vector_operand(ctx, op, c));
+                store_elem(src + (size_t)c * 8, DT_I64, vector_operand(ctx, op, c));
             }
         } else {
             store_elem(src, op->dt, op->operand);
         }
         if (req) {
-            MPI_Raccumulate(src, op->count, dt, op->target, disp, op->count, dt, mop_handle(op->mop),
-                            win, req);
+            mpi_rc(ctx, "MPI_Raccumulate",
+                   MPI_Raccumulate(src, op->count, dt, op->target, disp, op->count, dt,
+                                   mop_handle(op->mop), win, req));
         } else {
-            MPI_Accumulate(src, op->count, dt, op->target, disp, op->count, dt, mop_handle(op->mop),
-                           win);
+            mpi_rc(ctx, "MPI_Accumulate",
+                   MPI_Accumulate(src, op->count, dt, op->target, disp, op->count, dt,
+                                  mop_handle(op->mop), win));
         }
         break;
     case OP_GACC:
         store_elem(src, op->dt, op->operand);
         if (req) {
-            MPI_Rget_accumulate(src, 1, dt, res, 1, dt, op->target, disp, 1, dt, mop_handle(op->mop),
-                                win, req);
+            mpi_rc(ctx, "MPI_Rget_accumulate",
+                   MPI_Rget_accumulate(src, 1, dt, res, 1, dt, op->target, disp, 1, dt,
+                                       mop_handle(op->mop), win, req));
         } else {
-            MPI_Get_accumulate(src, 1, dt, res, 1, dt, op->target, disp, 1, dt, mop_handle(op->mop),
-                               win);
+            mpi_rc(ctx, "MPI_Get_accumulate",
+                   MPI_Get_accumulate(src, 1, dt, res, 1, dt, op->target, disp, 1, dt,
+                                      mop_handle(op->mop), win));
         }
         break;
     case OP_FOP:
         store_elem(src, op->dt, op->operand);
-        MPI_Fetch_and_op(src, res, dt, op->target, disp, mop_handle(op->mop), win);
+        mpi_rc(ctx, "MPI_Fetch_and_op",
+               MPI_Fetch_and_op(src, res, dt, op->target, disp, mop_handle(op->mop), win));
         break;
     default:
         store_elem(src, op->dt, op->operand);
         store_elem(src + 8, op->dt, op->compare);
-        MPI_Compare_and_swap(src, src + 8, res, dt, op->target, disp, win);
+        mpi_rc(ctx, "MPI_Compare_and_swap",
+               MPI_Compare_and_swap(src, src + 8, res, dt, op->target, disp, win));
         break;
     }
 }
@@ -703,7 +793,7 @@ static size_t exec_order(stress_ctx_t *ctx, const stress_plan_t *plan, size_t *o
     size_t n = 0, ngroups = 0, *cursor = malloc(plan->ngroups * sizeof(size_t)),
            *gid = malloc(plan->ngroups * sizeof(size_t));
 
-    stress_rng_seed(&rng, ctx->opt.seed, ctx->flavor, (uint64_t) ctx->epoch * 1000 + ctx->phase,
+    stress_rng_seed(&rng, ctx->opt.seed, ctx->flavor, (uint64_t)ctx->epoch * 1000 + ctx->phase,
                     1000 + ctx->rank);
     for (size_t g = 0; g < plan->ngroups; ++g) {
         gid[ngroups] = g;
@@ -731,7 +821,7 @@ static size_t exec_order(stress_ctx_t *ctx, const stress_plan_t *plan, size_t *o
 static void shuffle_ints(stress_rng_t *rng, int *v, int n)
 {
     for (int i = n - 1; i > 0; --i) {
-        int j = (int) stress_rng_below(rng, (uint64_t) i + 1), t = v[i];
+        int j = (int)stress_rng_below(rng, (uint64_t)i + 1), t = v[i];
         v[i] = v[j];
         v[j] = t;
     }
@@ -744,27 +834,27 @@ static void run_phase(stress_ctx_t *ctx, const stress_plan_t *plan, bool last_ph
     int nreq = 0, *targets = malloc(ctx->size * sizeof(int));
     stress_rng_t rng;
 
-    stress_rng_seed(&rng, ctx->opt.seed ^ 0x5eed, ctx->flavor, (uint64_t) ctx->epoch * 1000 + ctx->phase,
-                    ctx->rank);
+    stress_rng_seed(&rng, ctx->opt.seed ^ 0x5eed, ctx->flavor,
+                    (uint64_t)ctx->epoch * 1000 + ctx->phase, ctx->rank);
     if (SYNC_FENCE == ctx->sync) {
         for (size_t i = 0; i < n; ++i) {
             issue(ctx, &plan->ops[order[i]], reqs, &nreq);
         }
-        MPI_Win_fence(last_phase ? MPI_MODE_NOSUCCEED : 0, ctx->win);
+        mpi_rc(ctx, "MPI_Win_fence", MPI_Win_fence(last_phase ? MPI_MODE_NOSUCCEED : 0, ctx->win));
     } else if (SYNC_LOCK_ALL == ctx->sync) {
         for (size_t i = 0; i < n; ++i) {
             const stress_op_t *op = &plan->ops[order[i]];
             issue(ctx, op, reqs, &nreq);
             if (0 == stress_rng_below(&rng, 50)) { /* an extra flush mid-phase */
-                MPI_Win_flush(op->target, ctx->win);
+                mpi_rc(ctx, "MPI_Win_flush", MPI_Win_flush(op->target, ctx->win));
             }
         }
-        MPI_Waitall(nreq, reqs, MPI_STATUSES_IGNORE);
+        mpi_rc(ctx, "MPI_Waitall", MPI_Waitall(nreq, reqs, MPI_STATUSES_IGNORE));
         if (stress_rng_below(&rng, 2)) {
-            MPI_Win_flush_all(ctx->win);
+            mpi_rc(ctx, "MPI_Win_flush_all", MPI_Win_flush_all(ctx->win));
         } else {
             for (int t = 0; t < ctx->size; ++t) {
-                MPI_Win_flush(t, ctx->win);
+                mpi_rc(ctx, "MPI_Win_flush", MPI_Win_flush(t, ctx->win));
             }
         }
         MPI_Barrier(MPI_COMM_WORLD);
@@ -776,18 +866,18 @@ static void run_phase(stress_ctx_t *ctx, const stress_plan_t *plan, bool last_ph
         shuffle_ints(&rng, targets, ctx->size);
         for (int k = 0; k < ctx->size; ++k) {
             int t = targets[k];
-            MPI_Win_lock(lock, t, 0, ctx->win);
+            mpi_rc(ctx, "MPI_Win_lock", MPI_Win_lock(lock, t, 0, ctx->win));
             for (size_t i = 0; i < n; ++i) {
                 if (plan->ops[order[i]].target == t) {
                     issue(ctx, &plan->ops[order[i]], reqs, &nreq);
                     if (0 == stress_rng_below(&rng, 50)) {
-                        MPI_Win_flush(t, ctx->win);
+                        mpi_rc(ctx, "MPI_Win_flush", MPI_Win_flush(t, ctx->win));
                     }
                 }
             }
-            MPI_Waitall(nreq, reqs, MPI_STATUSES_IGNORE);
+            mpi_rc(ctx, "MPI_Waitall", MPI_Waitall(nreq, reqs, MPI_STATUSES_IGNORE));
             nreq = 0;
-            MPI_Win_unlock(t, ctx->win);
+            mpi_rc(ctx, "MPI_Win_unlock", MPI_Win_unlock(t, ctx->win));
         }
         MPI_Barrier(MPI_COMM_WORLD);
     }
@@ -811,8 +901,7 @@ static void report(stress_ctx_t *ctx, int target, size_t off, const stress_op_t 
             ctx->opt.seed, flavor_names[ctx->flavor], ctx->epoch, ctx->phase, sync_names[ctx->sync],
             ctx->rank, target, off, op ? (op->use_req ? "r" : "") : "",
             op ? kind_names[op->kind] : "none", op && op->kind >= OP_ACC ? "(" : "",
-            op && op->kind >= OP_ACC ? mop_names[op->mop] : "",
-            op && op->kind >= OP_ACC ? "," : "",
+            op && op->kind >= OP_ACC ? mop_names[op->mop] : "", op && op->kind >= OP_ACC ? "," : "",
             op && op->kind >= OP_ACC ? dt_names[op->dt] : "", op && op->kind >= OP_ACC ? ")" : "",
             op ? op->origin : -1,
             op && ctx->cur_plan ? group_names[ctx->cur_plan->groups[op->group].mode] : "-", what,
@@ -824,7 +913,7 @@ static void hex_bytes(char *out, size_t n, const unsigned char *p, size_t len)
     size_t w = 0;
 
     for (size_t i = 0; i < len && w + 3 < n; ++i) {
-        w += (size_t) snprintf(out + w, n - w, "%02x", p[i]);
+        w += (size_t)snprintf(out + w, n - w, "%02x", p[i]);
     }
 }
 
@@ -833,7 +922,8 @@ static const stress_op_t *writer_of(const stress_plan_t *plan, int target, size_
 {
     for (size_t i = 0; i < plan->nops; ++i) {
         const stress_op_t *op = &plan->ops[i];
-        if (op->target == target && OP_GET != op->kind && off >= op->off && off < op->off + op->len) {
+        if (op->target == target && OP_GET != op->kind && off >= op->off &&
+            off < op->off + op->len) {
             return op;
         }
     }
@@ -861,7 +951,8 @@ static void verify_bytes(stress_ctx_t *ctx, const stress_plan_t *plan, int targe
         const stress_op_t *w = writer_of(plan, target, base + i);
         report(ctx, target, base + i, w,
                base + i >= ctx->win_bytes - GUARD_BYTES ? "guard zone (nobody writes it)"
-               : w ? "window bytes after the phase" : "window bytes not written in this phase",
+               : w                                      ? "window bytes after the phase"
+                                                        : "window bytes not written in this phase",
                e, g);
     }
 }
@@ -891,7 +982,7 @@ static void verify_origin(stress_ctx_t *ctx, const stress_plan_t *plan)
 
 static int cmp_u64(const void *a, const void *b)
 {
-    uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
 }
 
@@ -904,14 +995,14 @@ static void verify_chain(stress_ctx_t *ctx, const stress_plan_t *plan, const str
 
     for (int i = 0; i < g->nops; ++i) {
         const stress_op_t *op = &plan->ops[g->first_op + i];
-        pairs[i][0] = ((uint64_t) ctx->rec_all[op->rec] - (uint64_t) g->start) & mask;
-        pairs[i][1] = (uint64_t) op->operand;
+        pairs[i][0] = ((uint64_t)ctx->rec_all[op->rec] - (uint64_t)g->start) & mask;
+        pairs[i][1] = (uint64_t)op->operand;
     }
     qsort(pairs, g->nops, 16, cmp_u64);
     for (int i = 0; i < g->nops; ++i) {
         if (pairs[i][0] != expect) {
-            format_elem(e, sizeof(e), g->dt, (int64_t) ((uint64_t) g->start + expect));
-            format_elem(gbuf, sizeof(gbuf), g->dt, (int64_t) ((uint64_t) g->start + pairs[i][0]));
+            format_elem(e, sizeof(e), g->dt, (int64_t)((uint64_t)g->start + expect));
+            format_elem(gbuf, sizeof(gbuf), g->dt, (int64_t)((uint64_t)g->start + pairs[i][0]));
             report(ctx, g->target, g->off, &plan->ops[g->first_op],
                    "fetch-add chain (sorted fetched values)", e, gbuf);
             break;
@@ -938,7 +1029,8 @@ static int claim_winner(stress_ctx_t *ctx, const stress_plan_t *plan, const stre
         if (report_it) {
             snprintf(e, sizeof(e), "1 winner");
             snprintf(gbuf, sizeof(gbuf), "%d winners", winners);
-            report(ctx, g->target, g->off, &plan->ops[g->first_op], "compare_and_swap claim", e, gbuf);
+            report(ctx, g->target, g->off, &plan->ops[g->first_op], "compare_and_swap claim", e,
+                   gbuf);
         }
         return -1;
     }
@@ -965,7 +1057,8 @@ static void verify_phase(stress_ctx_t *ctx, const stress_plan_t *plan)
     ctx->cur_plan = plan;
     verify_origin(ctx, plan);
     if (plan->nrec) {
-        MPI_Allreduce(ctx->rec_local, ctx->rec_all, plan->nrec, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Allreduce(ctx->rec_local, ctx->rec_all, plan->nrec, MPI_INT64_T, MPI_SUM,
+                      MPI_COMM_WORLD);
     }
     for (size_t i = 0; i < plan->ngroups; ++i) {
         const stress_group_t *g = &plan->groups[i];
@@ -988,9 +1081,9 @@ static void verify_phase(stress_ctx_t *ctx, const stress_plan_t *plan)
 
 static void initial_content(stress_ctx_t *ctx, int target, unsigned char *buf)
 {
-    stress_fill(buf, ctx->win_bytes, ctx->opt.seed, 0xc0ffee00ULL + (uint64_t) target);
+    stress_fill(buf, ctx->win_bytes, ctx->opt.seed, 0xc0ffee00ULL + (uint64_t)target);
     for (size_t c = ctx->nint_cells; c < ctx->ncells; ++c) { /* double cells hold integers */
-        double d = (double) ((int64_t) (buf[ctx->atom_off + c * CELL] * 1000) - 128000);
+        double d = (double)((int64_t)(buf[ctx->atom_off + c * CELL] * 1000) - 128000);
         memcpy(buf + ctx->atom_off + c * CELL, &d, 8);
     }
 }
@@ -1001,23 +1094,23 @@ static int window_create(stress_ctx_t *ctx)
 
     ctx->local = NULL;
     if (FLAVOR_ALLOCATE == ctx->flavor) {
-        MPI_Win_allocate((MPI_Aint) ctx->win_bytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &ctx->local,
+        MPI_Win_allocate((MPI_Aint)ctx->win_bytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &ctx->local,
                          &ctx->win);
         initial_content(ctx, ctx->rank, ctx->local);
         MPI_Barrier(MPI_COMM_WORLD);
         return 0;
     }
-    if (posix_memalign((void **) &ctx->local, 64, ctx->win_bytes)) {
+    if (posix_memalign((void **)&ctx->local, 64, ctx->win_bytes)) {
         return -1;
     }
     initial_content(ctx, ctx->rank, ctx->local);
     if (FLAVOR_CREATE == ctx->flavor) {
-        MPI_Win_create(ctx->local, (MPI_Aint) ctx->win_bytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD,
+        MPI_Win_create(ctx->local, (MPI_Aint)ctx->win_bytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD,
                        &ctx->win);
         return 0;
     }
     MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &ctx->win);
-    MPI_Win_attach(ctx->win, ctx->local, (MPI_Aint) ctx->win_bytes);
+    MPI_Win_attach(ctx->win, ctx->local, (MPI_Aint)ctx->win_bytes);
     MPI_Get_address(ctx->local, &base);
     MPI_Allgather(&base, 1, MPI_AINT, ctx->dyn_base, 1, MPI_AINT, MPI_COMM_WORLD);
     return 0;
@@ -1040,7 +1133,7 @@ static void ensure_scratch(stress_ctx_t *ctx, size_t need)
     if (need > ctx->scratch_cap) {
         free(ctx->scratch);
         ctx->scratch_cap = need + need / 2;
-        if (posix_memalign((void **) &ctx->scratch, 64, ctx->scratch_cap)) {
+        if (posix_memalign((void **)&ctx->scratch, 64, ctx->scratch_cap)) {
             fprintf(stderr, "osc_stress: out of memory\n");
             MPI_Abort(MPI_COMM_WORLD, 3);
         }
@@ -1056,6 +1149,9 @@ static long run_flavor(stress_ctx_t *ctx, stress_plan_t *plan, int *modes, int n
         initial_content(ctx, t, model_of(ctx, t));
     }
     window_create(ctx);
+    if (ctx->opt.report_only) {
+        MPI_Win_set_errhandler(ctx->win, MPI_ERRORS_RETURN);
+    }
     for (ctx->epoch = 0; ctx->epoch < ctx->opt.epochs; ++ctx->epoch) {
         ctx->sync = modes[(ctx->epoch + ctx->opt.seed % nmodes) % nmodes];
         if (SYNC_FENCE == ctx->sync) {
@@ -1078,8 +1174,8 @@ static long run_flavor(stress_ctx_t *ctx, stress_plan_t *plan, int *modes, int n
                     break;
                 }
                 /* report-only: the windows are the truth from here on */
-                MPI_Allgather(ctx->local, (int) ctx->win_bytes, MPI_BYTE, ctx->model,
-                              (int) ctx->win_bytes, MPI_BYTE, MPI_COMM_WORLD);
+                MPI_Allgather(ctx->local, (int)ctx->win_bytes, MPI_BYTE, ctx->model,
+                              (int)ctx->win_bytes, MPI_BYTE, MPI_COMM_WORLD);
             }
         }
         if (SYNC_LOCK_ALL == ctx->sync) {
@@ -1102,8 +1198,8 @@ static long run_flavor(stress_ctx_t *ctx, stress_plan_t *plan, int *modes, int n
 /* Fixed chunk boundaries of the put area: sizes from 1 byte to 64 KiB+3, odd ones included. */
 static void layout(stress_ctx_t *ctx)
 {
-    static const size_t sizes[] = {1, 3, 8, 13, 64, 100, 255, 512, 1000, 1024, 4093, 4096, 8192,
-                                   16381, 65539};
+    static const size_t sizes[] = {1,    3,    8,    13,   64,   100,   255,  512,
+                                   1000, 1024, 4093, 4096, 8192, 16381, 65539};
     stress_rng_t rng;
     size_t at = 0, cap = 64;
 
@@ -1125,7 +1221,7 @@ static void layout(stress_ctx_t *ctx)
         ctx->chunk_len[ctx->nchunks++] = len;
         at += len;
     }
-    ctx->atom_off = (at + 7) & ~(size_t) 7;
+    ctx->atom_off = (at + 7) & ~(size_t)7;
     ctx->ncells = 256;
     ctx->nint_cells = 224;
     ctx->win_bytes = ctx->atom_off + ctx->ncells * CELL + GUARD_BYTES;
@@ -1133,20 +1229,21 @@ static void layout(stress_ctx_t *ctx)
 
 static void usage(void)
 {
-    fprintf(stderr,
-            "usage: osc_stress [-s seed] [-e epochs] [-p phases] [-c chunks] [-a groups] [-w KiB]\n"
-            "                  [-f create,dynamic,allocate] [-m fence,lock_excl,lock_shared,lock_all]\n"
-            "                  [-r] [-v]\n"
-            "  -s  seed (default: from the clock; always printed)\n"
-            "  -e  epochs per window flavor (default 16); sync modes rotate per epoch\n"
-            "  -p  phases per epoch (default 3), each verified exactly\n"
-            "  -c  put-area chunks touched per target per phase (default 24)\n"
-            "  -a  atomic cell groups per target per phase (default 24)\n"
-            "  -w  put area per window in KiB (default 128)\n"
-            "  -f  window flavors (default create,dynamic; allocate is served by shared memory)\n"
-            "  -m  synchronization modes (default all four)\n"
-            "  -r  report only: print and count mismatches, exit 0 (fault injection runs)\n"
-            "  -v  one line per epoch\n");
+    fprintf(
+        stderr,
+        "usage: osc_stress [-s seed] [-e epochs] [-p phases] [-c chunks] [-a groups] [-w KiB]\n"
+        "                  [-f create,dynamic,allocate] [-m fence,lock_excl,lock_shared,lock_all]\n"
+        "                  [-r] [-v]\n"
+        "  -s  seed (default: from the clock; always printed)\n"
+        "  -e  epochs per window flavor (default 16); sync modes rotate per epoch\n"
+        "  -p  phases per epoch (default 3), each verified exactly\n"
+        "  -c  put-area chunks touched per target per phase (default 24)\n"
+        "  -a  atomic cell groups per target per phase (default 24)\n"
+        "  -w  put area per window in KiB (default 128)\n"
+        "  -f  window flavors (default create,dynamic; allocate is served by shared memory)\n"
+        "  -m  synchronization modes (default all four)\n"
+        "  -r  report only: print and count mismatches, exit 0 (fault injection runs)\n"
+        "  -v  one line per epoch\n");
 }
 
 static bool parse_list(const char *arg, const char *const *names, int n, bool *on)
@@ -1173,25 +1270,52 @@ static int parse_args(int argc, char **argv, stress_opts_t *o)
 {
     int c;
 
-    *o = (stress_opts_t){.seed = stress_default_seed(), .epochs = 16, .phases = 3, .chunks = 24,
-                         .groups = 24, .put_area = 128 * 1024};
+    *o = (stress_opts_t){.seed = stress_default_seed(),
+                         .epochs = 16,
+                         .phases = 3,
+                         .chunks = 24,
+                         .groups = 24,
+                         .put_area = 128 * 1024};
     o->flavor_on[FLAVOR_CREATE] = o->flavor_on[FLAVOR_DYNAMIC] = true;
     for (int i = 0; i < SYNC_COUNT; ++i) {
         o->sync_on[i] = true;
     }
     while (-1 != (c = getopt(argc, argv, "s:e:p:c:a:w:f:m:rvh"))) {
         switch (c) {
-        case 's': o->seed = strtoull(optarg, NULL, 0); break;
-        case 'e': o->epochs = atoi(optarg); break;
-        case 'p': o->phases = atoi(optarg); break;
-        case 'c': o->chunks = atoi(optarg); break;
-        case 'a': o->groups = atoi(optarg); break;
-        case 'w': o->put_area = (size_t) atol(optarg) * 1024; break;
-        case 'f': if (!parse_list(optarg, flavor_names, FLAVOR_COUNT, o->flavor_on)) return -1; break;
-        case 'm': if (!parse_list(optarg, sync_names, SYNC_COUNT, o->sync_on)) return -1; break;
-        case 'r': o->report_only = true; break;
-        case 'v': o->verbose = true; break;
-        default: return -1;
+        case 's':
+            o->seed = strtoull(optarg, NULL, 0);
+            break;
+        case 'e':
+            o->epochs = atoi(optarg);
+            break;
+        case 'p':
+            o->phases = atoi(optarg);
+            break;
+        case 'c':
+            o->chunks = atoi(optarg);
+            break;
+        case 'a':
+            o->groups = atoi(optarg);
+            break;
+        case 'w':
+            o->put_area = (size_t)atol(optarg) * 1024;
+            break;
+        case 'f':
+            if (!parse_list(optarg, flavor_names, FLAVOR_COUNT, o->flavor_on))
+                return -1;
+            break;
+        case 'm':
+            if (!parse_list(optarg, sync_names, SYNC_COUNT, o->sync_on))
+                return -1;
+            break;
+        case 'r':
+            o->report_only = true;
+            break;
+        case 'v':
+            o->verbose = true;
+            break;
+        default:
+            return -1;
         }
     }
     if (o->epochs < 1 || o->phases < 1 || o->chunks < 0 || o->groups < 0 || o->put_area < 1) {
@@ -1212,7 +1336,7 @@ static int run(stress_ctx_t *ctx)
 {
     stress_plan_t plan = {0};
     int modes[SYNC_COUNT], nmodes = 0, not_ours = 0, leak = 0, present;
-    long bad_phases = 0, total_mismatches;
+    long bad_phases = 0, total_mismatches, mpi_errors;
     unsigned long ops_total;
     unsigned long eagain = 0, cq_err_total = 0;
 
@@ -1222,7 +1346,7 @@ static int run(stress_ctx_t *ctx)
         }
     }
     layout(ctx);
-    ctx->model = malloc((size_t) ctx->size * ctx->win_bytes);
+    ctx->model = malloc((size_t)ctx->size * ctx->win_bytes);
     ctx->dyn_base = calloc(ctx->size, sizeof(MPI_Aint));
     plan.scratch_need = calloc(ctx->size, sizeof(size_t));
     if (0 == ctx->rank) {
@@ -1254,8 +1378,8 @@ static int run(stress_ctx_t *ctx)
         MPI_Allreduce(MPI_IN_PLACE, &present, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
         bad_phases += bad;
         /* allocate windows on one node go through shared memory, not the BTL */
-        if (FLAVOR_ALLOCATE != ctx->flavor &&
-            (!present || 0 == d[OFI_PVAR_PUTS] || 0 == d[OFI_PVAR_GETS] || 0 == d[OFI_PVAR_ATOMICS])) {
+        if (FLAVOR_ALLOCATE != ctx->flavor && (!present || 0 == d[OFI_PVAR_PUTS] ||
+                                               0 == d[OFI_PVAR_GETS] || 0 == d[OFI_PVAR_ATOMICS])) {
             not_ours = 1;
         }
         leak |= present && live != 0;
@@ -1274,11 +1398,11 @@ static int run(stress_ctx_t *ctx)
             break;
         }
     }
-    if (0 != stress_pvar_read("btl_ofi_post_eagain", &eagain)) {
-        eagain = 0;
-    }
+    eagain = stress_pvar_value(&ctx->eagain_pvar);
     MPI_Allreduce(MPI_IN_PLACE, &eagain, 1, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
     total_mismatches = ctx->mismatches;
+    mpi_errors = ctx->mpi_errors;
+    MPI_Allreduce(MPI_IN_PLACE, &mpi_errors, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, &total_mismatches, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     if (0 == ctx->rank) {
         if (leak) {
@@ -1287,11 +1411,12 @@ static int run(stress_ctx_t *ctx)
         if (not_ours) {
             printf("NOT CARRIED BY btl-ofi: its put/get/atomic counters did not all move\n");
         }
-        printf("RESULT %s seed=%" PRIu64 " mismatches=%ld bad_phases=%ld cq_errors=%lu "
-               "post_eagain=%lu report_only=%d\n",
+        printf("RESULT %s seed=%" PRIu64 " mismatches=%ld bad_phases=%ld mpi_errors=%ld "
+               "cq_errors=%lu post_eagain=%lu report_only=%d\n",
                (bad_phases || leak) ? (ctx->opt.report_only && !leak ? "REPORTED" : "FAILED")
-               : not_ours ? "WRONG_PATH" : "PASSED",
-               ctx->opt.seed, total_mismatches, bad_phases, cq_err_total, eagain,
+               : not_ours           ? "WRONG_PATH"
+                                    : "PASSED",
+               ctx->opt.seed, total_mismatches, bad_phases, mpi_errors, cq_err_total, eagain,
                ctx->opt.report_only);
     }
     free(plan.ops);
@@ -1304,7 +1429,7 @@ static int run(stress_ctx_t *ctx)
     free(ctx->rec_all);
     free(ctx->chunk_off);
     free(ctx->chunk_len);
-    if (leak || (bad_phases && !ctx->opt.report_only)) {
+    if (leak || ((bad_phases || mpi_errors) && !ctx->opt.report_only)) {
         return STRESS_EXIT_WRONG;
     }
     return not_ours ? STRESS_EXIT_NOT_OURS : STRESS_EXIT_PASS;
@@ -1328,7 +1453,9 @@ int main(int argc, char **argv)
     /* every rank must replay the same plan: rank 0's seed wins */
     MPI_Bcast(&ctx.opt.seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
     ofi_pvars_open();
+    stress_pvar_start(&ctx.eagain_pvar, "btl_ofi_post_eagain");
     rc = run(&ctx);
+    stress_pvar_stop(&ctx.eagain_pvar);
     ofi_pvars_close();
     MPI_Finalize();
     return rc;

@@ -71,7 +71,7 @@ uint64_t stress_default_seed(void)
     struct timespec ts;
 
     clock_gettime(CLOCK_REALTIME, &ts);
-    return ((uint64_t) ts.tv_sec * 1000003u) ^ (uint64_t) ts.tv_nsec ^ ((uint64_t) getpid() << 20);
+    return ((uint64_t)ts.tv_sec * 1000003u) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 20);
 }
 
 double stress_now(void)
@@ -82,42 +82,56 @@ double stress_now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-int stress_pvar_read(const char *name, unsigned long *out)
+int stress_pvar_start(stress_pvar_t *pv, const char *name)
 {
-    MPI_T_pvar_session session;
-    MPI_T_pvar_handle handle;
-    int provided, num, count, rc = -1;
+    int provided, num, count;
 
+    pv->found = 0;
+    pv->session = MPI_T_PVAR_SESSION_NULL;
+    pv->handle = MPI_T_PVAR_HANDLE_NULL;
     if (MPI_SUCCESS != MPI_T_init_thread(MPI_THREAD_SINGLE, &provided)) {
         return -1;
     }
     if (MPI_SUCCESS != MPI_T_pvar_get_num(&num) ||
-        MPI_SUCCESS != MPI_T_pvar_session_create(&session)) {
-        MPI_T_finalize();
+        MPI_SUCCESS != MPI_T_pvar_session_create(&pv->session)) {
         return -1;
     }
-    for (int index = 0; index < num && rc < 0; ++index) {
+    for (int index = 0; index < num && !pv->found; ++index) {
         char vname[256], desc[256];
-        int name_len = sizeof(vname), desc_len = sizeof(desc), verbosity, var_class, bind,
-            readonly, continuous, atomic;
+        int name_len = sizeof(vname), desc_len = sizeof(desc), verbosity, var_class, bind, readonly,
+            continuous, atomic;
         MPI_Datatype dtype;
         MPI_T_enum enumtype;
 
-        if (MPI_SUCCESS != MPI_T_pvar_get_info(index, vname, &name_len, &verbosity, &var_class,
-                                               &dtype, &enumtype, desc, &desc_len, &bind,
-                                               &readonly, &continuous, &atomic) ||
-            0 != strcmp(vname, name)) {
-            continue;
-        }
-        if (MPI_SUCCESS == MPI_T_pvar_handle_alloc(session, index, NULL, &handle, &count)) {
-            *out = 0;
-            if (MPI_SUCCESS == MPI_T_pvar_read(session, handle, out)) {
-                rc = 0;
-            }
-            MPI_T_pvar_handle_free(session, &handle);
+        if (MPI_SUCCESS == MPI_T_pvar_get_info(index, vname, &name_len, &verbosity, &var_class,
+                                               &dtype, &enumtype, desc, &desc_len, &bind, &readonly,
+                                               &continuous, &atomic) &&
+            0 == strcmp(vname, name) &&
+            MPI_SUCCESS == MPI_T_pvar_handle_alloc(pv->session, index, NULL, &pv->handle, &count)) {
+            pv->found = 1;
         }
     }
-    MPI_T_pvar_session_free(&session);
-    MPI_T_finalize();
-    return rc;
+    return pv->found ? 0 : -1;
+}
+
+unsigned long stress_pvar_value(stress_pvar_t *pv)
+{
+    unsigned long v = 0;
+
+    if (pv->found) {
+        MPI_T_pvar_read(pv->session, pv->handle, &v);
+    }
+    return v;
+}
+
+void stress_pvar_stop(stress_pvar_t *pv)
+{
+    if (pv->found) {
+        MPI_T_pvar_handle_free(pv->session, &pv->handle);
+    }
+    if (MPI_T_PVAR_SESSION_NULL != pv->session) {
+        MPI_T_pvar_session_free(&pv->session);
+        MPI_T_finalize();
+    }
+    pv->found = 0;
 }

@@ -33,10 +33,20 @@ void stress_fill(void *buf, size_t len, uint64_t seed, uint64_t tag);
 uint64_t stress_default_seed(void);
 double stress_now(void);
 
+/** One btl_ofi MPI_T variable watched by name (its own session). */
+typedef struct stress_pvar {
+    MPI_T_pvar_session session;
+    MPI_T_pvar_handle handle;
+    int found;
+} stress_pvar_t;
+
 /**
- * Read one btl_ofi counter by name from this process (MPI_T, after MPI_Init).
- * @retval 0 found, value in *out; -1 not registered (component not loaded).
+ * Start watching a variable (after MPI_Init). A COUNTER-class variable reads as
+ * the count since this call (Open MPI starts continuous handles at allocation).
+ * @retval 0 found; -1 not registered (component not loaded): reads give 0.
  */
-int stress_pvar_read(const char *name, unsigned long *out);
+int stress_pvar_start(stress_pvar_t *pv, const char *name);
+unsigned long stress_pvar_value(stress_pvar_t *pv);
+void stress_pvar_stop(stress_pvar_t *pv);
 
 #endif
