@@ -44,7 +44,7 @@ PROVIDERS_FULL = ["shm", "sockets", "tcp;ofi_rxm", "udp;ofi_rxd"]
 QUICK = {
     "lat_sizes": "1,8,100,4096,65536,1000000,1048576",
     "bw_sizes": "8,4096,65536,1000000,1048576,4194304",
-    "lat_iters": "2000", "bw_iters": "200", "rate_iters": "200", "budget": "64M",
+    "lat_iters": "2000", "bw_iters": "200", "rate_iters": "200", "budget": "32M",
     "benches": ["latency", "bw", "atomic_rate"],
 }
 FULL = {
@@ -525,7 +525,7 @@ def parse_args():
     p.add_argument("--env-file", help="btl-ofi env file (default $BTL_OFI_ENV_FILE, then the "
                    "build tree's btl-ofi-env.sh)")
     p.add_argument("--out", help="output directory (default results/<timestamp>)")
-    p.add_argument("--timeout", type=int, help="seconds per run (default 45 quick, 300 full); "
+    p.add_argument("--timeout", type=int, help="seconds per run (default 30 quick, 300 full); "
                    "a run that times out is not repeated in later repetitions")
     return p.parse_args()
 
@@ -534,7 +534,7 @@ def main():
     args = parse_args()
     mode = dict(QUICK if args.quick else FULL)
     if args.timeout is None:
-        args.timeout = 45 if args.quick else 300
+        args.timeout = 30 if args.quick else 300
     if args.benches:
         mode["benches"] = args.benches.split(",")
     providers = args.providers.split(",") if args.providers else \
