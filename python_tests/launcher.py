@@ -71,6 +71,13 @@ class Launch:
     records: list  # JSON objects the ranks wrote, in order
     timeout: float
     plan_ids: list = dataclasses.field(default_factory=list)
+    check_ids: list = dataclasses.field(default_factory=list)  # what the driver asked for
+    declined_reason: str = ""  # set when the launch was not run: provider declined
+
+    @classmethod
+    def not_run(cls, declined_reason):
+        return cls(argv=[], returncode=None, timed_out=False, seconds=0.0, stdout="",
+                   stderr="", records=[], timeout=0.0, declined_reason=declined_reason)
 
     def plan_index(self, check_id):
         return self.plan_ids.index(check_id) if check_id in self.plan_ids else -1

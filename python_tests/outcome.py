@@ -44,12 +44,25 @@ def describe_check(spec):
     return spec["kind"] + " " + " ".join(f"{k}={spec[k]}" for k in keys if k in spec)
 
 
+def _memo(launch, key, compute):
+    """Per-launch cache: thousands of checks are judged against one launch."""
+    memo = launch.__dict__.setdefault("_memo", {})
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]
+
+
 def records(launch, kind):
-    return [r for r in launch.records if r.get("type") == kind]
+    return _memo(launch, ("records", kind),
+                 lambda: [r for r in launch.records if r.get("type") == kind])
 
 
 def selections(launch):
     """(provider, mr_mode bits, completion) per rank that selected our component."""
+    return _memo(launch, "selections", lambda: _selections(launch))
+
+
+def _selections(launch):
     out = []
     for m in SELECTED_RE.finditer(launch.stderr):
         bits = set() if m["mr_mode"] == "none" else set(m["mr_mode"].split("|"))
@@ -59,6 +72,10 @@ def selections(launch):
 
 def our_messages(launch):
     """Text of the btl-ofi help messages in the job's output."""
+    return _memo(launch, "messages", lambda: _our_messages(launch))
+
+
+def _our_messages(launch):
     text = launch.stdout + "\n" + launch.stderr
     blocks = re.split(r"^-{20,}$", text, flags=re.M)
     return [b.strip() for b in blocks if OUR_MESSAGE_RE.search(b)]
@@ -146,10 +163,12 @@ def judge_group(launch, group, expected_ids):
 def declined_by_design(launch, group):
     """The component's reason when it declines the requested provider as known
     broken (help section provider-broken), else None."""
+    if launch.declined_reason:
+        return launch.declined_reason
     if selections(launch):
         return None
     for block in our_messages(launch):
-        if "declines it" in block and group.provider in block:
+        if re.search(r"declines\s+it", block) and group.provider in block:
             reason = [ln.split(":", 1)[1].strip() for ln in block.splitlines()
                       if ln.strip().startswith("Reason:")]
             return reason[0] if reason else block.splitlines()[0]
@@ -175,7 +194,7 @@ def judge_check(launch, group, spec):
     refusal = optional_refusal(launch, group)
     if refusal:
         return Verdict("skip", f"{group.provider} refuses {group.variant}: {refusal}")
-    by_id = {r["id"]: r for r in records(launch, "check")}
+    by_id = _memo(launch, "by_id", lambda: {r["id"]: r for r in records(launch, "check")})
     rec = by_id.get(spec["id"])
     if rec is None:
         checks_done = len(by_id)
