@@ -373,13 +373,29 @@ static inline int mca_btl_ofi_remote_addr(const mca_btl_ofi_module_t *module,
 
 /* ---- operations (btl_ofi_ops.c) ---------------------------------------- */
 
+/* Slow paths of the debug fault injection (btl_ofi_ops.c). */
+bool mca_btl_ofi_inject_eagain_slow(void);
+uint64_t mca_btl_ofi_inject_key_slow(uint64_t key);
+
 /**
  * Debug fault injection (off by default): whether this put/get/atomic is
- * refused as if the provider returned -FI_EAGAIN.
+ * refused as if the provider returned -FI_EAGAIN. Inline so that the
+ * disabled case costs one load and a branch.
  */
-bool mca_btl_ofi_inject_eagain(void);
+static inline bool mca_btl_ofi_inject_eagain(void)
+{
+    return OPAL_UNLIKELY(0 != mca_btl_ofi_component.inject_eagain_permille) &&
+           mca_btl_ofi_inject_eagain_slow();
+}
+
 /** Debug fault injection: the key to post with (corrupted every Nth put/get). */
-uint64_t mca_btl_ofi_inject_key(uint64_t key);
+static inline uint64_t mca_btl_ofi_inject_key(uint64_t key)
+{
+    if (OPAL_LIKELY(0 == mca_btl_ofi_component.inject_cq_error_every)) {
+        return key;
+    }
+    return mca_btl_ofi_inject_key_slow(key);
+}
 
 /** Take an operation context and count it as outstanding. */
 mca_btl_ofi_op_t *mca_btl_ofi_op_alloc(mca_btl_ofi_module_t *module, mca_btl_ofi_op_kind_t kind,

@@ -18,13 +18,10 @@ static uint64_t mca_btl_ofi_ticket(void)
     return atomic_fetch_add_explicit(&mca_btl_ofi_component.inject_ticket, 1, memory_order_relaxed);
 }
 
-bool mca_btl_ofi_inject_eagain(void)
+bool mca_btl_ofi_inject_eagain_slow(void)
 {
     int permille = mca_btl_ofi_component.inject_eagain_permille;
 
-    if (OPAL_LIKELY(0 == permille)) {
-        return false;
-    }
     /* Knuth's multiplicative hash spreads consecutive tickets over 0..999. */
     if ((mca_btl_ofi_ticket() * UINT64_C(2654435761)) % 1000 < (uint64_t)permille) {
         mca_btl_ofi_count(MCA_BTL_OFI_CNT_POST_EAGAIN, 1);
