@@ -1,0 +1,361 @@
+/*
+ * osc_threads: MPI_THREAD_MULTIPLE one-sided traffic through btl-ofi.
+ *
+ * T threads per rank (default 3) run at once, first all on ONE shared window
+ * (one lock_all epoch opened by the main thread), then each on its OWN window
+ * (each thread opens its own lock_all epoch). Every iteration a thread picks a
+ * target and, with flushes from all threads interleaving:
+ *   - puts a stamped block into its own slot there, flushes, gets it back and
+ *     checks it (read-your-writes under concurrent flushes);
+ *   - fetch-and-adds 1 on a counter all threads of all ranks share at that
+ *     target (its own fetched values must strictly increase);
+ *   - compare-and-swaps its own cell there from n to n+1 (must always hit);
+ *   - accumulates (SUM) a known increment on a second shared counter.
+ * At the end every target checks every slot, counter and cell exactly.
+ *
+ * Exit: 0 pass, 1 wrong result, 2 the btl_ofi counters show the traffic did not
+ * go through btl-ofi, 3 usage, 77 the MPI library does not provide
+ * MPI_THREAD_MULTIPLE.
+ */
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <mpi.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ofi_pvars.h"
+#include "stress_common.h"
+
+#define MAX_THREADS 16
+#define BLOCK 32 /* int64 per put slot */
+
+typedef struct threads_ctx {
+    int rank, size, nthreads, iters;
+    size_t cells; /* window size in int64 */
+    atomic_long wrong;
+    atomic_ulong remote_puts, remote_gets, remote_atomics;
+} threads_ctx_t;
+
+typedef struct thread_arg {
+    threads_ctx_t *ctx;
+    int tid;
+    bool own_epoch; /* separate windows: the thread opens and closes its own lock_all */
+    MPI_Win win;
+    pthread_t thread;
+} thread_arg_t;
+
+/* Window layout (int64 cells): put slots [origin][thread][BLOCK], CAS cells [origin][thread],
+ * then the shared fetch-add counter and the shared accumulate counter. */
+static size_t slot_at(const threads_ctx_t *ctx, int origin, int tid)
+{
+    return ((size_t)origin * ctx->nthreads + tid) * BLOCK;
+}
+
+static size_t cas_at(const threads_ctx_t *ctx, int origin, int tid)
+{
+    return (size_t)ctx->size * ctx->nthreads * BLOCK + (size_t)origin * ctx->nthreads + tid;
+}
+
+static size_t fadd_at(const threads_ctx_t *ctx)
+{
+    return (size_t)ctx->size * ctx->nthreads * (BLOCK + 1);
+}
+
+static int target_of(const threads_ctx_t *ctx, int origin, int tid, int iter)
+{
+    return (iter + tid + origin) % ctx->size;
+}
+
+static int64_t stamp(int origin, int tid, int iter, int k)
+{
+    return ((int64_t)origin << 40) ^ ((int64_t)tid << 32) ^ ((int64_t)iter << 8) ^ k ^
+           INT64_C(0x1234000000000000);
+}
+
+static void wrong(threads_ctx_t *ctx, int tid, const char *what, int target, int iter,
+                  int64_t expect, int64_t got)
+{
+    if (atomic_fetch_add(&ctx->wrong, 1) < 10) {
+        fprintf(stderr,
+                "MISMATCH rank %d thread %d target %d iteration %d: %s: expected %" PRId64
+                " got %" PRId64 "\n",
+                ctx->rank, tid, target, iter, what, expect, got);
+    }
+}
+
+static void *thread_main(void *p)
+{
+    thread_arg_t *arg = p;
+    threads_ctx_t *ctx = arg->ctx;
+    const int me = ctx->rank, tid = arg->tid;
+    int64_t block[BLOCK], back[BLOCK], one = 1, fetched, cas_res, cas_new, cas_cmp, inc;
+    int64_t *last_fetched = malloc(ctx->size * sizeof(int64_t)), *cas_count = calloc(ctx->size, 8);
+    MPI_Win win = arg->win;
+
+    for (int t = 0; t < ctx->size; ++t) {
+        last_fetched[t] = -1;
+    }
+    if (arg->own_epoch) {
+        MPI_Win_lock_all(0, win);
+    }
+    for (int i = 0; i < ctx->iters; ++i) {
+        int t = target_of(ctx, me, tid, i);
+        unsigned long remote = t != me;
+
+        for (int k = 0; k < BLOCK; ++k) {
+            block[k] = stamp(me, tid, i, k);
+            back[k] = -1;
+        }
+        MPI_Put(block, BLOCK, MPI_INT64_T, t, (MPI_Aint)slot_at(ctx, me, tid), BLOCK, MPI_INT64_T,
+                win);
+        MPI_Win_flush(t, win);
+        MPI_Get(back, BLOCK, MPI_INT64_T, t, (MPI_Aint)slot_at(ctx, me, tid), BLOCK, MPI_INT64_T,
+                win);
+        MPI_Win_flush(t, win);
+        for (int k = 0; k < BLOCK; ++k) {
+            if (back[k] != block[k]) {
+                wrong(ctx, tid, "get after put+flush of own slot", t, i, block[k], back[k]);
+                break;
+            }
+        }
+        cas_cmp = cas_count[t];
+        cas_new = cas_cmp + 1;
+        inc = (int64_t)me * 1000 + tid * 10 + 1;
+        MPI_Fetch_and_op(&one, &fetched, MPI_INT64_T, t, (MPI_Aint)fadd_at(ctx), MPI_SUM, win);
+        MPI_Compare_and_swap(&cas_new, &cas_cmp, &cas_res, MPI_INT64_T, t,
+                             (MPI_Aint)cas_at(ctx, me, tid), win);
+        MPI_Accumulate(&inc, 1, MPI_INT64_T, t, (MPI_Aint)fadd_at(ctx) + 1, 1, MPI_INT64_T, MPI_SUM,
+                       win);
+        MPI_Win_flush(t, win);
+        if (fetched <= last_fetched[t]) {
+            wrong(ctx, tid, "fetch-and-add result did not increase", t, i, last_fetched[t] + 1,
+                  fetched);
+        }
+        last_fetched[t] = fetched;
+        if (cas_res != cas_cmp) {
+            wrong(ctx, tid, "compare-and-swap on own cell", t, i, cas_cmp, cas_res);
+        }
+        cas_count[t]++;
+        atomic_fetch_add(&ctx->remote_puts, remote);
+        atomic_fetch_add(&ctx->remote_gets, remote);
+        atomic_fetch_add(&ctx->remote_atomics, 3 * remote);
+    }
+    if (arg->own_epoch) {
+        MPI_Win_unlock_all(win);
+    }
+    free(last_fetched);
+    free(cas_count);
+    return NULL;
+}
+
+/* What this rank's window must hold after every thread of every rank ran (shared == all
+ * threads used this window; else only thread `only_tid` did). */
+static void verify_window(threads_ctx_t *ctx, const int64_t *base, int only_tid)
+{
+    int64_t fadd = 0, acc = 0;
+
+    for (int r = 0; r < ctx->size; ++r) {
+        for (int tid = 0; tid < ctx->nthreads; ++tid) {
+            int last = -1;
+            int64_t cas = 0;
+            if (only_tid >= 0 && tid != only_tid) {
+                continue;
+            }
+            for (int i = 0; i < ctx->iters; ++i) {
+                if (target_of(ctx, r, tid, i) == ctx->rank) {
+                    last = i;
+                    cas++;
+                    fadd++;
+                    acc += (int64_t)r * 1000 + tid * 10 + 1;
+                }
+            }
+            for (int k = 0; k < BLOCK; ++k) {
+                int64_t expect = last < 0 ? 0 : stamp(r, tid, last, k);
+                if (base[slot_at(ctx, r, tid) + k] != expect) {
+                    wrong(ctx, tid, "put slot of origin at the end", ctx->rank, last, expect,
+                          base[slot_at(ctx, r, tid) + k]);
+                    break;
+                }
+            }
+            if (base[cas_at(ctx, r, tid)] != cas) {
+                wrong(ctx, tid, "compare-and-swap cell at the end", ctx->rank, -1, cas,
+                      base[cas_at(ctx, r, tid)]);
+            }
+        }
+    }
+    if (base[fadd_at(ctx)] != fadd) {
+        wrong(ctx, -1, "fetch-and-add counter total", ctx->rank, -1, fadd, base[fadd_at(ctx)]);
+    }
+    if (base[fadd_at(ctx) + 1] != acc) {
+        wrong(ctx, -1, "accumulate counter total", ctx->rank, -1, acc, base[fadd_at(ctx) + 1]);
+    }
+}
+
+static int spawn_and_join(threads_ctx_t *ctx, thread_arg_t *args)
+{
+    for (int t = 0; t < ctx->nthreads; ++t) {
+        if (pthread_create(&args[t].thread, NULL, thread_main, &args[t])) {
+            fprintf(stderr, "osc_threads: pthread_create failed\n");
+            MPI_Abort(MPI_COMM_WORLD, 3);
+        }
+    }
+    for (int t = 0; t < ctx->nthreads; ++t) {
+        pthread_join(args[t].thread, NULL);
+    }
+    return 0;
+}
+
+static double run_shared(threads_ctx_t *ctx)
+{
+    int64_t *base = calloc(ctx->cells, sizeof(int64_t));
+    thread_arg_t args[MAX_THREADS];
+    MPI_Win win;
+    double t0;
+
+    MPI_Win_create(base, (MPI_Aint)(ctx->cells * sizeof(int64_t)), sizeof(int64_t), MPI_INFO_NULL,
+                   MPI_COMM_WORLD, &win);
+    t0 = stress_now();
+    MPI_Win_lock_all(0, win);
+    for (int t = 0; t < ctx->nthreads; ++t) {
+        args[t] = (thread_arg_t){.ctx = ctx, .tid = t, .own_epoch = false, .win = win};
+    }
+    spawn_and_join(ctx, args);
+    MPI_Win_unlock_all(win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = stress_now() - t0;
+    verify_window(ctx, base, -1);
+    MPI_Win_free(&win);
+    free(base);
+    return t0;
+}
+
+static double run_separate(threads_ctx_t *ctx)
+{
+    int64_t *base[MAX_THREADS];
+    thread_arg_t args[MAX_THREADS];
+    MPI_Win wins[MAX_THREADS];
+    double t0;
+
+    for (int t = 0; t < ctx->nthreads; ++t) { /* collective: same order on every rank */
+        base[t] = calloc(ctx->cells, sizeof(int64_t));
+        MPI_Win_create(base[t], (MPI_Aint)(ctx->cells * sizeof(int64_t)), sizeof(int64_t),
+                       MPI_INFO_NULL, MPI_COMM_WORLD, &wins[t]);
+        args[t] = (thread_arg_t){.ctx = ctx, .tid = t, .own_epoch = true, .win = wins[t]};
+    }
+    t0 = stress_now();
+    spawn_and_join(ctx, args);
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = stress_now() - t0;
+    for (int t = 0; t < ctx->nthreads; ++t) {
+        verify_window(ctx, base[t], t);
+        MPI_Win_free(&wins[t]);
+        free(base[t]);
+    }
+    return t0;
+}
+
+static int run(threads_ctx_t *ctx)
+{
+    ofi_pvars_t before, after;
+    unsigned long d[OFI_PVAR_COUNT], need[3], live;
+    int not_ours;
+    long wrong_total;
+    double t_shared, t_separate;
+
+    ctx->cells = (size_t)ctx->size * ctx->nthreads * (BLOCK + 1) + 2;
+    ofi_pvars_read(&before);
+    t_shared = run_shared(ctx);
+    t_separate = run_separate(ctx);
+    ofi_pvars_read(&after);
+    need[0] = atomic_load(&ctx->remote_puts);
+    need[1] = atomic_load(&ctx->remote_gets);
+    need[2] = atomic_load(&ctx->remote_atomics);
+    not_ours = !after.present ||
+               after.value[OFI_PVAR_PUTS] - before.value[OFI_PVAR_PUTS] < need[0] ||
+               after.value[OFI_PVAR_GETS] - before.value[OFI_PVAR_GETS] < need[1] ||
+               after.value[OFI_PVAR_ATOMICS] - before.value[OFI_PVAR_ATOMICS] < need[2];
+    MPI_Allreduce(MPI_IN_PLACE, &not_ours, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    for (int i = 0; i < OFI_PVAR_COUNT; ++i) {
+        d[i] = after.value[i] - before.value[i];
+    }
+    MPI_Allreduce(MPI_IN_PLACE, d, OFI_PVAR_COUNT, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, need, 3, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
+    live = after.value[OFI_PVAR_REGISTRATIONS_LIVE];
+    MPI_Allreduce(MPI_IN_PLACE, &live, 1, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
+    wrong_total = atomic_load(&ctx->wrong);
+    MPI_Allreduce(MPI_IN_PLACE, &wrong_total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (0 == ctx->rank) {
+        printf("osc_threads: %d ranks x %d threads x %d iterations (put+flush+get+flush, "
+               "fetch_and_op, compare_and_swap, accumulate, flush)\n",
+               ctx->size, ctx->nthreads, ctx->iters);
+        printf("shared window      %.2fs\nseparate windows   %.2fs\n", t_shared, t_separate);
+        printf("btl_ofi (all ranks): puts=%lu (>= %lu remote) gets=%lu (>= %lu remote) "
+               "atomics=%lu (>= %lu remote) flushes=%lu cq_errors=%lu registrations_live after "
+               "MPI_Win_free=%lu\n",
+               d[OFI_PVAR_PUTS], need[0], d[OFI_PVAR_GETS], need[1], d[OFI_PVAR_ATOMICS], need[2],
+               d[OFI_PVAR_FLUSHES], d[OFI_PVAR_CQ_ERRORS], live);
+        if (not_ours) {
+            printf("NOT CARRIED BY btl-ofi: counters absent or fewer btl_ofi operations than "
+                   "remote MPI operations\n");
+        }
+        printf("RESULT %s mismatches=%ld registrations_live=%lu\n",
+               (wrong_total || live) ? "FAILED"
+               : not_ours            ? "WRONG_PATH"
+                                     : "PASSED",
+               wrong_total, live);
+    }
+    if (wrong_total || live) {
+        return STRESS_EXIT_WRONG;
+    }
+    return not_ours ? STRESS_EXIT_NOT_OURS : STRESS_EXIT_PASS;
+}
+
+int main(int argc, char **argv)
+{
+    threads_ctx_t ctx = {.nthreads = 3, .iters = 2000};
+    int provided, c, rc, bad_args = 0;
+
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &ctx.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &ctx.size);
+    while (-1 != (c = getopt(argc, argv, "t:i:h"))) {
+        switch (c) {
+        case 't':
+            ctx.nthreads = atoi(optarg);
+            break;
+        case 'i':
+            ctx.iters = atoi(optarg);
+            break;
+        default:
+            bad_args = 1;
+            break;
+        }
+    }
+    if (bad_args || ctx.nthreads < 1 || ctx.nthreads > MAX_THREADS || ctx.iters < 1) {
+        if (0 == ctx.rank) {
+            fprintf(stderr,
+                    "usage: osc_threads [-t threads (1-%d, default 3)] "
+                    "[-i iterations per thread (default 2000)]\n",
+                    MAX_THREADS);
+        }
+        MPI_Finalize();
+        return STRESS_EXIT_USAGE;
+    }
+    if (provided < MPI_THREAD_MULTIPLE) {
+        if (0 == ctx.rank) {
+            printf("SKIP: MPI_THREAD_MULTIPLE not provided (got level %d)\n", provided);
+        }
+        MPI_Finalize();
+        return STRESS_EXIT_SKIP;
+    }
+    ofi_pvars_open();
+    rc = run(&ctx);
+    ofi_pvars_close();
+    MPI_Finalize();
+    return rc;
+}
