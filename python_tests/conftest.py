@@ -183,6 +183,10 @@ def pytest_terminal_summary(terminalreporter, config):
 
     tr = terminalreporter
     tr.section("btl-ofi launches (provider | MR path | ranks | variant)")
+    waited = sum(launch.lock_wait for launch in cache.launches.values())
+    ran = sum(launch.seconds for launch in cache.launches.values())
+    tr.write_line(f"{len(cache.launches)} launches: {ran:.0f}s running mpirun, {waited:.0f}s "
+                  f"waiting for {launcher.MPI_LOCK} (other suites/benchmarks)")
     for group, launch in cache.launches.items():
         if launch.declined_reason:
             tr.write_line(f"{group.label:44s} SKIPPED  btl-ofi declines the provider: "
@@ -195,5 +199,17 @@ def pytest_terminal_summary(terminalreporter, config):
         state = "TIMEOUT" if launch.timed_out else (
             launch.signal_name or ("ok" if launch.returncode == 0 else f"rc={launch.returncode}"))
         tr.write_line(f"{group.label:44s} {state:8s} {launch.seconds:6.1f}s "
+                      f"(lock wait {launch.lock_wait:5.1f}s) "
                       f"negotiated={','.join(modes) or '-':28s} checks={len(checks)} "
                       f"with_errors={bad}")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """`-m full` means the whole matrix: the fast slice is part of it, so mark
+    every item full before the mark plugin deselects (pytest.ini's default
+    `-m "not full"` keeps only the fast slice)."""
+    if (config.option.markexpr or "").strip() == "full":
+        for item in items:
+            if item.get_closest_marker("full") is None:
+                item.add_marker(pytest.mark.full)

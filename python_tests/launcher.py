@@ -72,6 +72,7 @@ class Launch:
     timeout: float
     plan_ids: list = dataclasses.field(default_factory=list)
     check_ids: list = dataclasses.field(default_factory=list)  # what the driver asked for
+    lock_wait: float = 0.0  # seconds spent waiting for the machine-wide MPI lock
     declined_reason: str = ""  # set when the launch was not run: provider declined
 
     @classmethod
@@ -153,6 +154,7 @@ def run_mpi(nranks, plan, timeout, provider=None, mca=None, osc="rdma",
                        program_args=[str(plan_path), str(report_path)], verbose=verbose)
 
     with open(MPI_LOCK, "a+") as lock:
+        asked = time.monotonic()
         fcntl.flock(lock, fcntl.LOCK_EX)
         start = time.monotonic()
         proc = subprocess.Popen(argv, env=env, cwd=workdir, stdout=subprocess.PIPE,
@@ -169,7 +171,7 @@ def run_mpi(nranks, plan, timeout, provider=None, mca=None, osc="rdma",
     return Launch(argv=argv, returncode=None if timed_out else proc.returncode,
                   timed_out=timed_out, seconds=seconds, stdout=out, stderr=err,
                   records=_read_records(report_path), timeout=timeout,
-                  plan_ids=[c["id"] for c in plan.get("checks", [])])
+                  plan_ids=[c["id"] for c in plan.get("checks", [])], lock_wait=start - asked)
 
 
 def _descendants(pid):

@@ -240,6 +240,37 @@ def counter_problems(deltas, spec, group):
     return problems
 
 
+def judge_bad_input(launch, expect_re, what, planned):
+    """The bad-input contract: a clear message matching expect_re, no crash, no
+    hang, and either a clean stop or a correct run that btl-ofi did not carry."""
+    where = f"bad input {what}"
+    if launch.timed_out:
+        return Verdict("timeout", f"HANG: {where} timed out after {launch.timeout:.0f}s\n"
+                                  f"  {launch.command_line()}")
+    if launch.signal_name:
+        return Verdict("fail", f"CRASH ({launch.signal_name}): {where}\n"
+                               f"  {launch.command_line()}\n{launch.tail()}")
+    if not re.search(expect_re, launch.stdout + "\n" + launch.stderr):
+        return Verdict("fail", f"{where}: no clear message matching /{expect_re}/ in "
+                               f"{getattr(launch, 'attempts', 1)} attempts (btl-ofi messages "
+                               f"seen: {our_messages(launch)[:2]})\n  {launch.command_line()}\n"
+                               f"{launch.tail()}")
+    if launch.returncode != 0:
+        return Verdict("pass")  # stopped, with the message
+    recs = records(launch, "check")
+    wrong = [f"{r['id']}: {r['errors'][:2]}" for r in recs if r["errors"]]
+    if len(recs) != planned or wrong:
+        return Verdict("fail", f"{where}: the fallback gave wrong one-sided results "
+                               f"({len(recs)}/{planned} reported): {wrong}\n"
+                               f"  {launch.command_line()}")
+    carried, _ = proof_of_path(launch)
+    if carried:
+        return Verdict("fail", f"{where}: the job still ran through btl-ofi (its counters "
+                               f"moved); the component must disable itself\n"
+                               f"  {launch.command_line()}")
+    return Verdict("pass")
+
+
 def providers_declining_mr():
     """Providers whose every fi_info asks for an MR mode btl-ofi declines."""
     return {p.name: p.declined_bits for p in fabric.rdm_rma_atomic_providers()

@@ -65,27 +65,7 @@ def _launch_until_message(tmp_path, expect_re, attempts=3, **kw):
 
 
 def _judge(launch, expect_re, what):
-    """The bad-input contract, applied to one launch."""
-    where = f"bad input {what}"
-    if launch.timed_out:
-        pytest.fail(f"HANG: {where} timed out\n  {launch.command_line()}", pytrace=False)
-    if launch.signal_name:
-        pytest.fail(f"CRASH ({launch.signal_name}): {where}\n  {launch.command_line()}\n"
-                    f"{launch.tail()}", pytrace=False)
-    text = launch.stdout + "\n" + launch.stderr
-    if not re.search(expect_re, text):
-        pytest.fail(f"{where}: no clear message matching /{expect_re}/ in "
-                    f"{getattr(launch, 'attempts', 1)} attempts "
-                    f"(our messages: {outcome.our_messages(launch)[:2]})\n"
-                    f"  {launch.command_line()}\n{launch.tail()}", pytrace=False)
-    carried, reasons = outcome.proof_of_path(launch)
-    if launch.returncode == 0:
-        recs = outcome.records(launch, "check")
-        wrong = [f"{r['id']}: {r['errors'][:2]}" for r in recs if r["errors"]]
-        assert len(recs) == len(PLAN) and not wrong, \
-            f"{where}: fallback run gave wrong one-sided results: {wrong}"
-        assert not carried, (f"{where}: the job still ran through btl-ofi despite the bad "
-                             f"input (counters moved); the component must disable itself")
+    outcome.judge_bad_input(launch, expect_re, what, len(PLAN)).apply()
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
