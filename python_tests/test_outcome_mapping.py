@@ -1,0 +1,81 @@
+"""The verdict mapping itself (outcome.py), on synthetic launches: a timeout is
+a timeout, a signal a crash, missing counters 'not carried', a wrong byte a
+failure. No mpirun here."""
+
+import launcher
+import matrix
+import outcome
+
+GROUP = matrix.Group("shm", "default", 2, "base")
+PUT = matrix._rma("put", "create_du8", "fence", "int64", 4)
+SELECTED = "".join(f"[vm:{p}] btl:ofi: selected provider shm (fabric shm, domain shm), "
+                   f"mr_mode virt_addr, completion delivery\n" for p in (1, 2))
+
+
+def fake(records, rc=0, timed_out=False, stderr=SELECTED):
+    return launcher.Launch(argv=["mpirun"], returncode=None if timed_out else rc,
+                           timed_out=timed_out, seconds=1.0, stdout="", stderr=stderr,
+                           records=records, timeout=10.0, plan_ids=[PUT["id"]],
+                           check_ids=[PUT["id"]])
+
+
+START_OK = {"type": "start", "nranks": 2, "counters": [["ok", ""], ["ok", ""]]}
+MOVED = {"put_count": 2, "put_bytes": 64}
+
+
+def check(errors=(), deltas=MOVED):
+    return {"type": "check", "id": PUT["id"], "errors": list(errors), "deltas": deltas}
+
+
+def test_exact_and_carried_passes():
+    launch = fake([START_OK, check()])
+    assert outcome.judge_check(launch, GROUP, PUT).status == "pass"
+    assert outcome.judge_group(launch, GROUP, [PUT["id"]]).status == "pass"
+
+
+def test_wrong_bytes_fail_naming_every_axis():
+    verdict = outcome.judge_check(fake([START_OK, check(["rank 1: element 0: got 1"])]),
+                                  GROUP, PUT)
+    assert verdict.status == "fail"
+    for word in ("provider=shm", "mr_path=default", "nranks=2", "flavor_name=create_du8",
+                 "sync=fence", "op=put", "dtype=int64"):
+        assert word in verdict.message
+
+
+def test_counters_that_did_not_move_fail():
+    verdict = outcome.judge_check(fake([START_OK, check(deltas={"get_count": 3})]), GROUP, PUT)
+    assert verdict.status == "fail" and "btl_ofi_put_count did not move" in verdict.message
+
+
+def test_absent_counters_are_not_ours():
+    start = {**START_OK, "counters": [["absent", "x"], ["absent", "x"]]}
+    launch = fake([start, check(deltas={})], stderr="")
+    assert outcome.judge_check(launch, GROUP, PUT).status == "fail"
+    carried, reasons = outcome.proof_of_path(launch, GROUP)
+    assert not carried and any("absent" in r for r in reasons)
+
+
+def test_mr_mode_outside_mask_fails_the_group():
+    group = matrix.Group("shm", "prov_key", 2, "base")
+    verdict = outcome.judge_group(fake([START_OK, check()]), group, [PUT["id"]])
+    assert verdict.status == "fail" and "virt_addr" in verdict.message
+
+
+def test_timeout_is_reported_as_timeout():
+    launch = fake([START_OK], timed_out=True)
+    assert outcome.judge_check(launch, GROUP, PUT).status == "timeout"
+    assert "hung in this check" in outcome.judge_check(launch, GROUP, PUT).message
+    assert outcome.judge_group(launch, GROUP, [PUT["id"]]).status == "timeout"
+
+
+def test_signal_is_a_crash():
+    launch = fake([START_OK], rc=139)
+    verdict = outcome.judge_group(launch, GROUP, [PUT["id"]])
+    assert verdict.status == "fail" and "CRASH (SIGSEGV)" in verdict.message
+
+
+def test_allocate_must_not_touch_the_btl():
+    spec = matrix._rma("put", "allocate", "fence", "int64", 4)
+    rec = {**check(), "id": spec["id"]}
+    verdict = outcome.judge_check(fake([START_OK, rec]), GROUP, spec)
+    assert verdict.status == "fail" and "must not use any BTL" in verdict.message
