@@ -24,7 +24,7 @@ bool mca_btl_ofi_inject_eagain_slow(void)
 
     /* Knuth's multiplicative hash spreads consecutive tickets over 0..999. */
     if ((mca_btl_ofi_ticket() * UINT64_C(2654435761)) % 1000 < (uint64_t)permille) {
-        mca_btl_ofi_count(MCA_BTL_OFI_CNT_POST_EAGAIN, 1);
+        mca_btl_ofi_count(MCA_BTL_OFI_CNT_INJECTED, 1);
         return true;
     }
     return false;
@@ -37,6 +37,7 @@ uint64_t mca_btl_ofi_inject_key_slow(uint64_t key)
     if (0 != (mca_btl_ofi_ticket() + 1) % (uint64_t)every) {
         return key;
     }
+    mca_btl_ofi_count(MCA_BTL_OFI_CNT_INJECTED, 1);
     return key ^ UINT64_C(0x5a5a5a5a00000000) ^ UINT64_C(0x2a);
 }
 

@@ -39,6 +39,10 @@ static const struct {
                                             MCA_BASE_PVAR_CLASS_LEVEL},
     [MCA_BTL_OFI_CNT_POST_EAGAIN] = {"post_eagain", "Posts the provider refused with -FI_EAGAIN",
                                      MCA_BASE_PVAR_CLASS_COUNTER},
+    [MCA_BTL_OFI_CNT_INJECTED] = {"injected_faults",
+                                  "Debug fault injection: posts refused (-FI_EAGAIN) and keys "
+                                  "corrupted on purpose",
+                                  MCA_BASE_PVAR_CLASS_COUNTER},
     [MCA_BTL_OFI_CNT_REFUSED] = {"refused_count",
                                  "Operations refused for a missing endpoint or registration handle "
                                  "or an address outside the registration",
