@@ -121,7 +121,14 @@ class LaunchCache:
                     break
                 reason = outcome.declined_by_design(launch, probe)
                 if reason:
-                    status = ("declined", reason)
+                    status = ("declined", f"declined by design: {reason}")
+                    break
+                messages = outcome.our_messages(launch)
+                if messages and provider not in matrix.NAMED_PROVIDERS:
+                    # a provider the project does not name, refused with a reason
+                    # (e.g. no 64-bit compare-and-swap): not a failure of the suite
+                    first = " ".join(ln.strip() for ln in messages[0].splitlines()[:4])
+                    status = ("declined", f"refused: {first}")
                     break
             self.preflight[provider] = status
         return self.preflight[provider]

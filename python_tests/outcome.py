@@ -139,7 +139,7 @@ def judge_group(launch, group, expected_ids):
     where = describe_group(group)
     declined = declined_by_design(launch, group)
     if declined:
-        return Verdict("skip", f"btl-ofi declines {group.provider} by design: {declined}")
+        return Verdict("skip", f"btl-ofi does not serve {group.provider}: {declined}")
     failed = launch_failure(launch, where)
     if failed:
         return failed
@@ -190,7 +190,7 @@ def judge_check(launch, group, spec):
     where = f"{describe_group(group)} :: {describe_check(spec)}"
     declined = declined_by_design(launch, group)
     if declined:
-        return Verdict("skip", f"btl-ofi declines {group.provider} by design: {declined}")
+        return Verdict("skip", f"btl-ofi does not serve {group.provider}: {declined}")
     refusal = optional_refusal(launch, group)
     if refusal:
         return Verdict("skip", f"{group.provider} refuses {group.variant}: {refusal}")
