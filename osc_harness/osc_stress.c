@@ -130,7 +130,7 @@ typedef struct stress_ctx {
     long mismatches, reports;
     unsigned long ops_issued;
     const struct stress_plan *cur_plan; /* for naming an op's group in reports */
-    stress_pvar_t eagain_pvar;          /* btl_ofi_post_eagain: proof that injection fired */
+    stress_pvar_t eagain_pvar;          /* btl_ofi_injected_faults: proof that injection fired */
     long mpi_errors;                    /* report-only: MPI calls that returned an error */
 } stress_ctx_t;
 
@@ -1412,7 +1412,7 @@ static int run(stress_ctx_t *ctx)
             printf("NOT CARRIED BY btl-ofi: its put/get/atomic counters did not all move\n");
         }
         printf("RESULT %s seed=%" PRIu64 " mismatches=%ld bad_phases=%ld mpi_errors=%ld "
-               "cq_errors=%lu post_eagain=%lu report_only=%d\n",
+               "cq_errors=%lu injected=%lu report_only=%d\n",
                (bad_phases || leak) ? (ctx->opt.report_only && !leak ? "REPORTED" : "FAILED")
                : not_ours           ? "WRONG_PATH"
                                     : "PASSED",
@@ -1453,7 +1453,7 @@ int main(int argc, char **argv)
     /* every rank must replay the same plan: rank 0's seed wins */
     MPI_Bcast(&ctx.opt.seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
     ofi_pvars_open();
-    stress_pvar_start(&ctx.eagain_pvar, "btl_ofi_post_eagain");
+    stress_pvar_start(&ctx.eagain_pvar, "btl_ofi_injected_faults");
     rc = run(&ctx);
     stress_pvar_stop(&ctx.eagain_pvar);
     ofi_pvars_close();

@@ -126,7 +126,11 @@ stress() {
     if [ "$res" = PASS ] && [[ "$mca" == *force_atomic_emulation* ]] && [ "$emulated" -eq 0 ]; then
         res="FAIL(emulated=0)"
     fi
-    echo "$name|$prov|$res|ops=$(stress_ops "$log") mismatches=$(field mismatches "$log") emulated=$emulated post_eagain=$(field post_eagain "$log")|$(($(date +%s) - start))|$seed|$log"
+    # an injection run must show that faults were really injected
+    if [ "$res" = PASS ] && [[ "$mca" == *inject_eagain* ]] && [ "$(field injected "$log")" = 0 ]; then
+        res="FAIL(injected=0)"
+    fi
+    echo "$name|$prov|$res|ops=$(stress_ops "$log") mismatches=$(field mismatches "$log") emulated=$emulated injected=$(field injected "$log")|$(($(date +%s) - start))|$seed|$log"
 }
 
 # fault injection, every Nth put/get with a corrupted key: the component must show libfabric's
