@@ -102,21 +102,24 @@ class LaunchCache:
         return unique
 
     def provider_status(self, provider):
-        """Preflight, once per provider: does btl-ofi select it, or decline it
-        by design (its provider-broken message)? Open MPI's show_help delivery
-        loses messages now and then (measured with stock components too), so
-        an answer-less attempt is repeated, at most 3 times."""
+        """Preflight, once per provider: does btl-ofi carry a Put on it, or does
+        it decline it with a reason? ("selected provider" alone proves nothing:
+        the component logs it before its atomics probe may still refuse.)
+        Open MPI's show_help delivery loses messages now and then (measured
+        with stock components too), so an unexplained refusal is retried, at
+        most 3 times."""
         if provider not in self.preflight:
             import outcome
 
-            status = ("unknown", "no selection and no message in 3 attempts")
+            probe = matrix.Group(provider, "default", 2, "base")
+            plan = {"checks": [matrix._rma("put", "create_du8", "fence", "int64", 4)]}
+            status = ("unknown", "btl-ofi neither carried a Put nor said why, 3 attempts")
             for attempt in range(3):
                 workdir = self.tmp_root / ("preflight-" + provider.replace(";", "+")
                                            + f"-{attempt}")
-                launch = launcher.run_mpi(2, {"checks": []}, 60 * self.scale,
-                                          provider=provider, workdir=workdir)
-                probe = matrix.Group(provider, "default", 2, "base")
-                if outcome.selections(launch):
+                launch = launcher.run_mpi(2, plan, 60 * self.scale, provider=provider,
+                                          workdir=workdir)
+                if outcome.proof_of_path(launch, probe)[0]:
                     status = ("selected", "")
                     break
                 reason = outcome.declined_by_design(launch, probe)

@@ -165,8 +165,6 @@ def declined_by_design(launch, group):
     broken (help section provider-broken), else None."""
     if launch.declined_reason:
         return launch.declined_reason
-    if selections(launch):
-        return None
     for block in our_messages(launch):
         if re.search(r"declines\s+it", block) and group.provider in block:
             reason = [ln.split(":", 1)[1].strip() for ln in block.splitlines()
