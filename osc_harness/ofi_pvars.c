@@ -27,36 +27,53 @@ const char *ofi_pvar_name(enum ofi_pvar_id id)
     return names[id];
 }
 
+int ofi_mpit_init(void)
+{
+    int level = MPI_THREAD_SINGLE, provided;
+
+    MPI_Query_thread(&level);
+    return MPI_SUCCESS == MPI_T_init_thread(level, &provided) ? 0 : -1;
+}
+
+int ofi_pvar_index(const char *name)
+{
+    int num;
+
+    if (MPI_SUCCESS != MPI_T_pvar_get_num(&num)) {
+        return -1;
+    }
+    for (int index = 0; index < num; ++index) {
+        char vname[256], desc[256];
+        int name_len = sizeof(vname), desc_len = sizeof(desc), verbosity, var_class, bind, readonly,
+            continuous, atomic;
+        MPI_Datatype dtype;
+        MPI_T_enum enumtype;
+
+        /* get_info fails for invalid variables, e.g. those of a closed component */
+        if (MPI_SUCCESS == MPI_T_pvar_get_info(index, vname, &name_len, &verbosity, &var_class,
+                                               &dtype, &enumtype, desc, &desc_len, &bind, &readonly,
+                                               &continuous, &atomic) &&
+            0 == strcmp(vname, name)) {
+            return index;
+        }
+    }
+    return -1;
+}
+
 int ofi_pvars_open(void)
 {
-    int provided, num, count;
+    int count;
 
-    if (MPI_SUCCESS != MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) ||
-        MPI_SUCCESS != MPI_T_pvar_get_num(&num) ||
-        MPI_SUCCESS != MPI_T_pvar_session_create(&session)) {
+    if (0 != ofi_mpit_init() || MPI_SUCCESS != MPI_T_pvar_session_create(&session)) {
         return -1;
     }
     found = 0;
     for (int i = 0; i < OFI_PVAR_COUNT; ++i) {
+        int index = ofi_pvar_index(names[i]);
         handles[i] = MPI_T_PVAR_HANDLE_NULL;
-    }
-    for (int index = 0; index < num; ++index) {
-        char name[256], desc[256];
-        int name_len = sizeof(name), desc_len = sizeof(desc), verbosity, var_class, bind,
-            readonly, continuous, atomic;
-        MPI_Datatype dtype;
-        MPI_T_enum enumtype;
-
-        if (MPI_SUCCESS != MPI_T_pvar_get_info(index, name, &name_len, &verbosity, &var_class,
-                                               &dtype, &enumtype, desc, &desc_len, &bind,
-                                               &readonly, &continuous, &atomic)) {
-            continue; /* invalid: e.g. a closed component's variable */
-        }
-        for (int i = 0; i < OFI_PVAR_COUNT; ++i) {
-            if (0 == strcmp(name, names[i]) &&
-                MPI_SUCCESS == MPI_T_pvar_handle_alloc(session, index, NULL, &handles[i], &count)) {
-                ++found;
-            }
+        if (index >= 0 &&
+            MPI_SUCCESS == MPI_T_pvar_handle_alloc(session, index, NULL, &handles[i], &count)) {
+            ++found;
         }
     }
     return 0;

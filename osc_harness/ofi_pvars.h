@@ -29,6 +29,15 @@ typedef struct ofi_pvars {
     unsigned long value[OFI_PVAR_COUNT];
 } ofi_pvars_t;
 
+/**
+ * MPI_T_init_thread at the program's current thread level: Open MPI 4.1
+ * applies MPI_T's level to the whole library, so asking for less would
+ * silently downgrade an MPI_THREAD_MULTIPLE program. Returns 0 on success.
+ */
+int ofi_mpit_init(void);
+/** Index of the valid performance variable NAME, or -1 (absent or invalid). */
+int ofi_pvar_index(const char *name);
+
 /** Start an MPI_T session (call after MPI_Init). Returns 0 on success. */
 int ofi_pvars_open(void);
 /** Read every counter into *out. */

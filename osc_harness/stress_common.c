@@ -1,6 +1,8 @@
 /* Shared pieces of the reliability programs (see stress_common.h). */
 #include "stress_common.h"
 
+#include "ofi_pvars.h"
+
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -84,32 +86,18 @@ double stress_now(void)
 
 int stress_pvar_start(stress_pvar_t *pv, const char *name)
 {
-    int provided, num, count;
+    int index, count;
 
     pv->found = 0;
     pv->session = MPI_T_PVAR_SESSION_NULL;
     pv->handle = MPI_T_PVAR_HANDLE_NULL;
-    if (MPI_SUCCESS != MPI_T_init_thread(MPI_THREAD_SINGLE, &provided)) {
+    if (0 != ofi_mpit_init() || MPI_SUCCESS != MPI_T_pvar_session_create(&pv->session)) {
         return -1;
     }
-    if (MPI_SUCCESS != MPI_T_pvar_get_num(&num) ||
-        MPI_SUCCESS != MPI_T_pvar_session_create(&pv->session)) {
-        return -1;
-    }
-    for (int index = 0; index < num && !pv->found; ++index) {
-        char vname[256], desc[256];
-        int name_len = sizeof(vname), desc_len = sizeof(desc), verbosity, var_class, bind, readonly,
-            continuous, atomic;
-        MPI_Datatype dtype;
-        MPI_T_enum enumtype;
-
-        if (MPI_SUCCESS == MPI_T_pvar_get_info(index, vname, &name_len, &verbosity, &var_class,
-                                               &dtype, &enumtype, desc, &desc_len, &bind, &readonly,
-                                               &continuous, &atomic) &&
-            0 == strcmp(vname, name) &&
-            MPI_SUCCESS == MPI_T_pvar_handle_alloc(pv->session, index, NULL, &pv->handle, &count)) {
-            pv->found = 1;
-        }
+    index = ofi_pvar_index(name);
+    if (index >= 0 &&
+        MPI_SUCCESS == MPI_T_pvar_handle_alloc(pv->session, index, NULL, &pv->handle, &count)) {
+        pv->found = 1;
     }
     return pv->found ? 0 : -1;
 }
