@@ -11,14 +11,17 @@
  *
  *   osc_flush_visibility [SIZE] [ROUNDS]      default 16 MiB, 50 rounds
  *
- * Prints "size=... rounds=... stale=..."; exit 0 if no round was stale,
- * 1 if any was, 77 with fewer than 2 ranks.
+ * Prints "size=... rounds=... stale=... btl_ofi_puts=..."; exit 0 if no round
+ * was stale, 1 if any was, 2 if btl-ofi did not carry the puts (its put
+ * counter on rank 0 moved less than ROUNDS), 77 with fewer than 2 ranks.
  */
 
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "ofi_pvars.h"
 
 static int run(size_t size, int rounds, int rank)
 {
@@ -58,7 +61,9 @@ int main(int argc, char **argv)
 {
     size_t size = (argc > 1) ? strtoull(argv[1], NULL, 0) : 16u << 20;
     int rounds = (argc > 2) ? atoi(argv[2]) : 50;
-    int rank, nranks, stale;
+    int rank, nranks, stale, ours;
+    ofi_pvars_t before, after;
+    unsigned long puts;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -70,11 +75,19 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 77;
     }
+    ofi_pvars_open();
+    ofi_pvars_read(&before);
     stale = run(size, rounds, rank);
+    ofi_pvars_read(&after);
+    puts = after.value[OFI_PVAR_PUTS] - before.value[OFI_PVAR_PUTS];
+    ours = after.present && puts >= (unsigned long) rounds;
     MPI_Bcast(&stale, 1, MPI_INT, 1, MPI_COMM_WORLD);
     if (0 == rank) {
-        printf("size=%zu rounds=%d stale=%d\n", size, rounds, stale);
+        printf("size=%zu rounds=%d stale=%d btl_ofi_puts=%lu%s\n", size, rounds, stale, puts,
+               ours ? "" : " NOT CARRIED BY btl-ofi");
     }
+    MPI_Bcast(&ours, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    ofi_pvars_close();
     MPI_Finalize();
-    return stale ? 1 : 0;
+    return stale ? 1 : (ours ? 0 : 2);
 }

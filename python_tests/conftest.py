@@ -24,6 +24,8 @@ def pytest_addoption(parser):
                          f"providers {', '.join(matrix.NAMED_PROVIDERS)} that are present")
     group.addoption("--timeout-scale", type=float, default=1.0,
                     help="multiply every mpirun timeout (slow machines)")
+    group.addoption("--endurance-jobs", type=int, default=50,
+                    help="consecutive 2-rank jobs per provider for -m endurance (default 50)")
 
 
 def selected_providers(config):

@@ -106,7 +106,8 @@ class Launch:
 
 
 def mpirun_argv(nranks, provider=None, mca=None, osc="rdma", btl="self,vader,ofi",
-                program=None, program_args=(), verbose=True):
+                program=None, program_args=(), verbose=True, native=False):
+    """mpirun command line; program is a Python script unless native (an executable)."""
     argv = ["mpirun", "-np", str(nranks), "--oversubscribe", "--bind-to", "none",
             "--mca", "pml", "ob1", "--mca", "btl", btl, "--mca", "osc", osc]
     if provider is not None:
@@ -116,7 +117,7 @@ def mpirun_argv(nranks, provider=None, mca=None, osc="rdma", btl="self,vader,ofi
     if verbose:
         # prints "btl:ofi: selected provider ..., mr_mode ..." on every rank
         argv += ["--mca", "btl_base_verbose", "10"]
-    argv += [sys.executable, str(program or RANK_PROG), *program_args]
+    argv += ([] if native else [sys.executable]) + [str(program or RANK_PROG), *program_args]
     return argv
 
 
@@ -140,9 +141,7 @@ def run_mpi(nranks, plan, timeout, provider=None, mca=None, osc="rdma",
 
     env_overrides replaces variables of the env file (e.g. a component path
     that loads only Open MPI's stock components)."""
-    env = _clean_base_env()
-    env.update(load_env_file())
-    env.update(env_overrides or {})
+    env = mpi_env(env_overrides)
     workdir = Path(workdir or tempfile.mkdtemp(prefix="btl-ofi-case-"))
     workdir.mkdir(parents=True, exist_ok=True)
     plan_path = workdir / "plan.json"
@@ -152,10 +151,40 @@ def run_mpi(nranks, plan, timeout, provider=None, mca=None, osc="rdma",
     plan_path.write_text(json.dumps(plan), encoding="utf-8")
     argv = mpirun_argv(nranks, provider, mca, osc, btl,
                        program_args=[str(plan_path), str(report_path)], verbose=verbose)
+    run = run_argv(argv, timeout, env, workdir)
+    return Launch(argv=argv, returncode=run.returncode, timed_out=run.timed_out,
+                  seconds=run.seconds, stdout=run.stdout, stderr=run.stderr,
+                  records=_read_records(report_path), timeout=timeout,
+                  plan_ids=[c["id"] for c in plan.get("checks", [])], lock_wait=run.lock_wait)
 
+
+@dataclasses.dataclass
+class Run:
+    """What run_argv saw: returncode is None after a timeout."""
+    returncode: object
+    timed_out: bool
+    seconds: float
+    stdout: str
+    stderr: str
+    lock_wait: float
+
+
+def mpi_env(env_overrides=None):
+    """A clean environment with btl-ofi's env file applied (ours loads first)."""
+    env = _clean_base_env()
+    env.update(load_env_file())
+    env.update(env_overrides or {})
+    return env
+
+
+def run_argv(argv, timeout, env, workdir, take_lock=True):
+    """Run argv in its own session, bounded by timeout (the whole process group
+    is killed then), holding the machine-wide MPI lock unless the command takes
+    it itself for each of its own mpiruns (take_lock=False)."""
     with open(MPI_LOCK, "a+") as lock:
         asked = time.monotonic()
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        if take_lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
         start = time.monotonic()
         proc = subprocess.Popen(argv, env=env, cwd=workdir, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, errors="replace",
@@ -168,10 +197,8 @@ def run_mpi(nranks, plan, timeout, provider=None, mca=None, osc="rdma",
             _kill_group(proc)
             out, err = proc.communicate()
         seconds = time.monotonic() - start
-    return Launch(argv=argv, returncode=None if timed_out else proc.returncode,
-                  timed_out=timed_out, seconds=seconds, stdout=out, stderr=err,
-                  records=_read_records(report_path), timeout=timeout,
-                  plan_ids=[c["id"] for c in plan.get("checks", [])], lock_wait=start - asked)
+    return Run(returncode=None if timed_out else proc.returncode, timed_out=timed_out,
+               seconds=seconds, stdout=out, stderr=err, lock_wait=start - asked)
 
 
 def _descendants(pid):
