@@ -401,3 +401,26 @@ int bench_exit_code(const bench_ctx_t *ctx, int failures, int rows_not_ours)
     }
     return (ctx->opt.require_ofi && rows_not_ours) ? BENCH_EXIT_NOT_OURS : BENCH_EXIT_OK;
 }
+
+static void bench_put_issue(void *arg, size_t size, int j)
+{
+    bench_ctx_t *ctx = arg;
+    size_t off = bench_slot(ctx, size, j);
+
+    MPI_Put(ctx->origin + off, (int) size, MPI_BYTE, ctx->peer, bench_disp(ctx, off), (int) size,
+            MPI_BYTE, ctx->win);
+}
+
+static void bench_get_issue(void *arg, size_t size, int j)
+{
+    bench_ctx_t *ctx = arg;
+    size_t off = bench_slot(ctx, size, j);
+
+    MPI_Get(ctx->origin + off, (int) size, MPI_BYTE, ctx->peer, bench_disp(ctx, off), (int) size,
+            MPI_BYTE, ctx->win);
+}
+
+const bench_rma_op_t bench_rma_ops[2] = {
+    {"put", BENCH_CNT(OFI_PVAR_PUTS), bench_put_issue},
+    {"get", BENCH_CNT(OFI_PVAR_GETS), bench_get_issue},
+};

@@ -138,6 +138,16 @@ bench_times_t bench_windowed(bench_ctx_t *ctx, int active, bench_issue_fn fn, vo
 /** Byte offset of the j-th operation of a window: distinct slots while they fit. */
 size_t bench_slot(const bench_ctx_t *ctx, size_t size, int j);
 
+/** A contiguous put or get of one window slot: the op tables of osc_bw and osc_msgrate. */
+typedef struct bench_rma_op {
+    const char *name;
+    unsigned counters; /* BENCH_CNT bits this op must move */
+    bench_issue_fn issue;
+} bench_rma_op_t;
+
+/** put and get, in that order. */
+extern const bench_rma_op_t bench_rma_ops[2];
+
 /** The exit code for the whole run given failures and whether every row was ours. */
 int bench_exit_code(const bench_ctx_t *ctx, int failures, int rows_not_ours);
 

@@ -16,35 +16,6 @@
 
 #define MSGRATE_DEFAULT_MAX 8192
 
-typedef struct rate_op {
-    const char *name;
-    unsigned counters;
-    bench_issue_fn issue;
-} rate_op_t;
-
-static void put_issue(void *arg, size_t size, int j)
-{
-    bench_ctx_t *ctx = arg;
-    size_t off = bench_slot(ctx, size, j);
-
-    MPI_Put(ctx->origin + off, (int) size, MPI_BYTE, ctx->peer, bench_disp(ctx, off), (int) size,
-            MPI_BYTE, ctx->win);
-}
-
-static void get_issue(void *arg, size_t size, int j)
-{
-    bench_ctx_t *ctx = arg;
-    size_t off = bench_slot(ctx, size, j);
-
-    MPI_Get(ctx->origin + off, (int) size, MPI_BYTE, ctx->peer, bench_disp(ctx, off), (int) size,
-            MPI_BYTE, ctx->win);
-}
-
-static const rate_op_t rate_ops[] = {
-    {"put", BENCH_CNT(OFI_PVAR_PUTS), put_issue},
-    {"get", BENCH_CNT(OFI_PVAR_GETS), get_issue},
-};
-
 #define NCOLS 8
 
 static const bench_field_t columns[NCOLS] = {
@@ -53,7 +24,7 @@ static const bench_field_t columns[NCOLS] = {
     BENCH_STR("carried_by", 13, ""), BENCH_STR("ofi_ops", 10, ""),
 };
 
-static void run_one(bench_ctx_t *ctx, const rate_op_t *op, size_t size, int *not_ours)
+static void run_one(bench_ctx_t *ctx, const bench_rma_op_t *op, size_t size, int *not_ours)
 {
     const int window = ctx->opt.window;
     const int active = 0 == ctx->rank || ctx->opt.bidir;
@@ -104,12 +75,12 @@ static int run(bench_ctx_t *ctx)
              ctx->opt.bidir ? "bidirectional" : "unidirectional", ctx->opt.window,
              BENCH_SYNC_FLUSH == ctx->opt.sync ? "MPI_Win_flush (lock_all epoch)" : "MPI_Win_fence");
     bench_header(ctx, what, columns, NCOLS);
-    for (size_t o = 0; o < sizeof(rate_ops) / sizeof(rate_ops[0]); ++o) {
-        if (!bench_op_wanted(ctx, rate_ops[o].name, 1)) {
+    for (size_t o = 0; o < sizeof(bench_rma_ops) / sizeof(bench_rma_ops[0]); ++o) {
+        if (!bench_op_wanted(ctx, bench_rma_ops[o].name, 1)) {
             continue;
         }
         for (int s = 0; s < ctx->opt.nsizes; ++s) {
-            run_one(ctx, &rate_ops[o], ctx->opt.sizes[s], &not_ours);
+            run_one(ctx, &bench_rma_ops[o], ctx->opt.sizes[s], &not_ours);
         }
     }
     return bench_exit_code(ctx, 0, not_ours);
