@@ -1,0 +1,339 @@
+#!/usr/bin/env bash
+# btl-ofi beyond one host: the one-sided programs across network namespaces.
+#
+#   scripts/check-multihost.sh [--keep] [--hosts 2|3] [--seed N] [--log-dir DIR]
+#                              [--with-dynamic] [PROVIDER...]
+#
+# Makes its own namespaces: a hub (a bridge, 10.77.0.1/24, where mpirun runs)
+# and 2-3 "hosts" h1..h3, each with lo and one veth (mheth0, 10.77.0.1N/24)
+# plugged into the bridge, IPv6 off. mpirun starts an orted in each host
+# namespace through scripts/netns-rsh (plm_rsh_agent), each in a UTS namespace
+# of its own (node names mh-h1..). Open MPI's own TCP (oob, btl/tcp) is
+# restricted to 10.77.0.0/24; the libfabric tcp/sockets providers to mheth0.
+# Ranks on different namespaces are not node-local: btl self,tcp,ofi.
+#
+# Per provider (default: "tcp;ofi_rxm" sockets), one rank per host namespace:
+#   osc_demo              3 ranks (or --hosts): exact results, btl_ofi counters moved
+#   osc_flush_visibility  2 ranks, 4 MiB x 30 rounds: stale=0
+#   osc_stress            3 ranks, 4 epochs, create+allocate windows: exact
+#   --with-dynamic adds osc_stress on MPI_Win_create_dynamic windows (it hangs
+#   across namespaces today, see the report in the test's commit history)
+# Each run must show, on every rank, "selected provider <P> (fabric
+# 10.77.0.0/24, domain mheth0)" from a distinct node, and bytes on every veth.
+#
+# --keep leaves the namespaces (and prints how to remove them); otherwise they
+# are removed on any exit (trap). Exit: 0 all passed, 1 a run failed, 2 usage
+# or missing programs, 77 network namespaces/veth/bridge cannot be made here.
+# Every mpirun runs under flock /tmp/btl-ofi-mpi.lock and a timeout.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+REPO=$(pwd)
+AGENT=$REPO/scripts/netns-rsh
+
+KEEP=0
+NHOSTS=3
+SEED=""
+LOG_DIR=""
+DYNAMIC=0
+PROVIDERS=()
+PREFIX=${PREFIX:-/usr/local}
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --keep) KEEP=1 ;;
+    --hosts) NHOSTS=$2; shift ;;
+    --seed) SEED=$2; shift ;;
+    --log-dir) LOG_DIR=$2; shift ;;
+    --with-dynamic) DYNAMIC=1 ;;
+    -h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "check-multihost: unknown option $1" >&2; exit 2 ;;
+    *) PROVIDERS+=("$1") ;;
+    esac
+    shift
+done
+case "$NHOSTS" in 2 | 3) ;; *) echo "check-multihost: --hosts must be 2 or 3" >&2; exit 2 ;; esac
+[ ${#PROVIDERS[@]} -gt 0 ] || PROVIDERS=("tcp;ofi_rxm" sockets)
+for p in "${PROVIDERS[@]}"; do
+    if [ "$p" = shm ]; then
+        echo "check-multihost: shm is node-local, it cannot connect namespaces (\"hosts\")" >&2
+        exit 2
+    fi
+done
+[ -n "$SEED" ] || SEED=$(( (RANDOM << 15) ^ RANDOM ))
+
+skip() { echo "check-multihost: SKIP: $*"; exit 77; }
+
+# ---- what this machine must offer ------------------------------------------
+[ "$(id -u)" = 0 ] || skip "network namespaces need root (running as uid $(id -u))"
+command -v ip >/dev/null || skip "'ip' not found (apt-get install -y iproute2)"
+command -v unshare >/dev/null || skip "'unshare' not found (util-linux)"
+command -v mpirun >/dev/null || { echo "check-multihost: mpirun not found" >&2; exit 2; }
+[ -x "$AGENT" ] || { echo "check-multihost: $AGENT missing or not executable" >&2; exit 2; }
+ENV_FILE=${BTL_OFI_ENV_FILE:-$PREFIX/share/btl-ofi/btl-ofi-env.sh}
+[ -r "$ENV_FILE" ] || { echo "check-multihost: $ENV_FILE not found (make install)" >&2; exit 2; }
+# shellcheck disable=SC1090
+. "$ENV_FILE"
+BIN_DIR=${BTL_OFI_LIBEXECDIR:-$PREFIX/libexec/btl-ofi}
+for prog in osc_demo osc_flush_visibility osc_stress; do
+    [ -x "$BIN_DIR/$prog" ] || { echo "check-multihost: $BIN_DIR/$prog not found" >&2; exit 2; }
+done
+LOG_DIR=${LOG_DIR:-$(mktemp -d /tmp/check-multihost.XXXXXX)}
+mkdir -p "$LOG_DIR"
+
+# ---- namespaces --------------------------------------------------------------
+PFX="btlofi-mh$$"
+HUB="$PFX-hub"
+SUBNET=10.77.0.0/24
+HUB_IP=10.77.0.1
+IFACE=mheth0
+CREATED=()
+HOSTS=()   # namespace names of the hosts
+IPS=()
+
+cleanup() {
+    local rc=$? ns pids left
+    trap - EXIT INT TERM
+    if [ ${#CREATED[@]} -eq 0 ]; then
+        exit "$rc"
+    fi
+    if [ $KEEP -eq 1 ]; then
+        echo "check-multihost: --keep: namespaces left: ${CREATED[*]}"
+        echo "  remove with: for n in ${CREATED[*]}; do ip netns del \$n; done"
+        exit "$rc"
+    fi
+    for ns in "${CREATED[@]}"; do
+        # only processes inside namespaces this run made (its own orteds/ranks)
+        pids=$(ip netns pids "$ns" 2>/dev/null)
+        # shellcheck disable=SC2086
+        [ -z "$pids" ] || kill -KILL $pids 2>/dev/null
+    done
+    for ns in "${CREATED[@]}"; do
+        # a namespace with live processes would outlive its name: wait for them (bounded)
+        wait_gone "$ns" 10
+        ip netns del "$ns" 2>/dev/null
+    done
+    left=$(ip netns list 2>/dev/null | grep -c "^$PFX-")
+    if [ "$left" -ne 0 ]; then
+        echo "check-multihost: cleanup FAILED: $left namespaces of $PFX remain" >&2
+        [ "$rc" -ne 0 ] || rc=1
+    else
+        echo "check-multihost: cleanup: removed ${#CREATED[@]} namespaces (${CREATED[*]}) and their links"
+    fi
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+wait_gone() { # wait_gone NS SECONDS: until no process is left in NS (0), or time is up (1)
+    local p
+    for p in $(ip netns pids "$1" 2>/dev/null); do
+        timeout "$2" tail --pid="$p" -s 0.05 -f /dev/null 2>/dev/null
+    done
+    [ -z "$(ip netns pids "$1" 2>/dev/null)" ]
+}
+
+netns_add() {
+    local err
+    if ! err=$(ip netns add "$1" 2>&1); then
+        skip "cannot create network namespaces here: 'ip netns add $1': ${err:-failed}"
+    fi
+    CREATED+=("$1")
+    ip -n "$1" link set lo up || skip "cannot bring lo up in namespace $1"
+    # IPv6 off: no link-local addresses for libfabric or Open MPI to wander onto
+    ip netns exec "$1" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 \
+        net.ipv6.conf.default.disable_ipv6=1 >/dev/null 2>&1 || :
+}
+
+setup() {
+    local i ns ip err
+    netns_add "$HUB"
+    err=$(ip -n "$HUB" link add br0 type bridge 2>&1) ||
+        skip "cannot create a bridge in a namespace: $err"
+    ip -n "$HUB" addr add "$HUB_IP/24" dev br0 && ip -n "$HUB" link set br0 up ||
+        skip "cannot address the bridge"
+    for i in $(seq 1 "$NHOSTS"); do
+        ns="$PFX-h$i"
+        ip="10.77.0.1$i"
+        netns_add "$ns"
+        err=$(ip -n "$HUB" link add "p$i" type veth peer name "$IFACE" netns "$ns" 2>&1) ||
+            skip "cannot create a veth pair between namespaces: $err"
+        ip -n "$HUB" link set "p$i" master br0 up &&
+            ip -n "$ns" addr add "$ip/24" dev "$IFACE" &&
+            ip -n "$ns" link set "$IFACE" up || skip "cannot configure $IFACE in $ns"
+        HOSTS+=("$ns")
+        IPS+=("$ip")
+    done
+    : >"$LOG_DIR/hostfile"
+    : >"$LOG_DIR/netns-map"
+    for i in $(seq 1 "$NHOSTS"); do
+        echo "${IPS[i - 1]} slots=1" >>"$LOG_DIR/hostfile"
+        echo "${IPS[i - 1]} ${HOSTS[i - 1]} mh-h$i" >>"$LOG_DIR/netns-map"
+    done
+    # every host reaches the hub and every other host (TCP connect, bounded)
+    for i in $(seq 1 "$NHOSTS"); do
+        for ip in "$HUB_IP" "${IPS[@]}"; do
+            [ "$ip" = "${IPS[i - 1]}" ] && continue
+            # nothing listens: "connection refused" proves the address answered
+            out=$(ip netns exec "${HOSTS[i - 1]}" timeout 5 bash -c "exec 3<>/dev/tcp/$ip/9" 2>&1)
+            case "$out" in
+            *"Connection refused"*) ;;
+            "") ;;
+            *) echo "check-multihost: ${HOSTS[i - 1]} cannot reach $ip: $out" >&2; exit 1 ;;
+            esac
+        done
+    done
+}
+
+veth_tx() { # total bytes sent by every host's veth
+    local ns s=0 b
+    for ns in "${HOSTS[@]}"; do
+        b=$(ip netns exec "$ns" cat "/sys/class/net/$IFACE/statistics/tx_bytes" 2>/dev/null || echo 0)
+        s=$((s + b))
+    done
+    echo "$s"
+}
+
+veth_min_tx() { # smallest per-host tx byte count (each host must have sent something)
+    local ns m="" b
+    for ns in "${HOSTS[@]}"; do
+        b=$(ip netns exec "$ns" cat "/sys/class/net/$IFACE/statistics/tx_bytes" 2>/dev/null || echo 0)
+        [ -z "$m" ] || [ "$b" -lt "$m" ] && m=$b
+    done
+    echo "$m"
+}
+
+# run_mpi LOG TIMEOUT NP PROVIDER PROG ARGS... -> mpirun's exit code (124 timeout)
+run_mpi() {
+    local log=$1 to=$2 np=$3 prov=$4
+    shift 4
+    NETNS_RSH_MAP="$LOG_DIR/netns-map" FI_TCP_IFACE=$IFACE FI_SOCKETS_IFACE=$IFACE \
+        OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+        flock /tmp/btl-ofi-mpi.lock timeout -k 5 "$to" ip netns exec "$HUB" \
+        mpirun -np "$np" --hostfile "$LOG_DIR/hostfile" --bind-to none \
+        --mca plm_rsh_agent "$AGENT" --mca plm_rsh_no_tree_spawn 1 \
+        --mca oob_tcp_if_include "$SUBNET" --mca btl_tcp_if_include "$SUBNET" \
+        --mca pml ob1 --mca btl self,tcp,ofi --mca osc rdma \
+        --mca btl_ofi_provider_include "$prov" --mca btl_base_verbose 10 \
+        -x OMPI_MCA_mca_component_path -x FI_TCP_IFACE -x FI_SOCKETS_IFACE \
+        "$@" >"$log" 2>&1
+}
+
+# where_check LOG NP PROVIDER -> "" if every rank selected PROVIDER on mheth0 from
+# its own node, else the reason; prints the interface summary on fd 3
+where_check() {
+    local log=$1 np=$2 prov=$3 lines nodes domains fabrics
+    lines=$(grep -F "btl:ofi: selected provider $prov (" "$log")
+    nodes=$(sed -n 's/^\[\([^]:]*\):[0-9]*\] btl:ofi: selected provider.*/\1/p' <<<"$lines" | sort -u)
+    domains=$(sed -n 's/.*, domain \([^)]*\)).*/\1/p' <<<"$lines" | sort -u | paste -sd, -)
+    fabrics=$(sed -n 's/.*(fabric \([^,]*\), domain.*/\1/p' <<<"$lines" | sort -u | paste -sd, -)
+    echo "$(paste -sd, - <<<"$nodes") via ${domains:-?} (${fabrics:-?})" >&3
+    [ "$(grep -c . <<<"$lines")" -eq "$np" ] || { echo "selected-on-$(grep -c . <<<"$lines")/$np-ranks"; return; }
+    [ "$(grep -c . <<<"$nodes")" -eq "$np" ] || { echo "ranks-not-on-$np-nodes"; return; }
+    [ "$domains" = "$IFACE" ] || { echo "domain=$domains"; return; }
+    [ "$fabrics" = "$SUBNET" ] || { echo "fabric=$fabrics"; return; }
+}
+
+ROWS=()
+FAILED=0
+row() { # row PROGRAM PROVIDER NP RESULT COUNTERS WHERE SECONDS LOG
+    ROWS+=("$(printf '%-20s %-12s %-5s %-10s %-46s %-44s %5ss' "$1" "$2" "$3" "$4" "$5" "$6" "$7")")
+    printf '  %-20s %-12s %s ranks: %s (%ss)\n' "$1" "$2" "$3" "$4" "$7"
+    if [ "$4" != PASS ]; then
+        FAILED=1
+        echo "---- $1 on $2: $4 (log: $8), last lines:" >&2
+        grep -v -e 'btl: tcp' -e 'mca: ' -e 'select: ' "$8" | tail -15 >&2
+    fi
+}
+
+classify() {
+    case "$1" in
+    0) echo PASS ;;
+    124 | 137) echo TIMEOUT ;;
+    2) echo WRONGPATH ;;
+    *) echo "FAIL($1)" ;;
+    esac
+}
+
+# one NAME PROVIDER NP TIMEOUT PROG ARGS...: run, judge, add a row
+one() {
+    local name=$1 prov=$2 np=$3 to=$4 prog=$5
+    shift 5
+    local log start rc res counts where why tx0 tx1 min0 min1
+    log="$LOG_DIR/$name-$(tr -c 'A-Za-z0-9_\n' '_' <<<"$prov").log"
+    tx0=$(veth_tx)
+    start=$(date +%s)
+    run_mpi "$log" "$to" "$np" "$prov" "$BIN_DIR/$prog" "$@"
+    rc=$?
+    tx1=$(veth_tx)
+    res=$(classify $rc)
+    case "$prog" in
+    osc_demo)
+        [ "$res" != PASS ] || grep -qx PASSED "$log" || res="FAIL(noPASSED)"
+        counts=$(awk '$2=="exact" || $2=="WRONG" { n[$3] += $4 }
+            END { printf "put=%d get=%d atomic=%d", n["btl_ofi_put_count"],
+                  n["btl_ofi_get_count"], n["btl_ofi_atomic_count"] }' "$log")
+        grep -q ' WRONG ' "$log" && res="FAIL(WRONG)"
+        ;;
+    osc_flush_visibility)
+        local line
+        line=$(grep '^size=' "$log" | tail -1)
+        [ "$res" != PASS ] || [[ " $line " == *" stale=0 "* ]] || res="FAIL(stale)"
+        counts=$(sed -n 's/.*\(stale=[0-9]*\).*\(btl_ofi_puts=[0-9]*\).*/\1 \2/p' <<<"$line")
+        ;;
+    osc_stress)
+        [ "$res" != PASS ] || grep -q '^RESULT PASSED' "$log" || res="FAIL(noresult)"
+        counts=$(awk '/^flavor / { for (i = 1; i <= NF; i++) { split($i, kv, "=");
+                 if (kv[1] == "puts" || kv[1] == "gets" || kv[1] == "atomics") s[kv[1]] += kv[2] } }
+                 END { printf "put=%d get=%d atomic=%d", s["puts"], s["gets"], s["atomics"] }' "$log")
+        counts="$counts mism=$(sed -n 's/^RESULT .*mismatches=\([0-9]*\).*/\1/p' "$log")"
+        ;;
+    esac
+    where=$(where_check "$log" "$np" "$prov" 3>"$log.where")
+    if [ "$res" = PASS ] && [ -n "$where" ]; then
+        res="FAIL(where)"
+        counts="$counts $where"
+    fi
+    # the traffic crossed the veths (Open MPI's own tcp counts too; btl_ofi's
+    # counters above say the one-sided part was btl-ofi's)
+    if [ "$res" = PASS ] && [ $((tx1 - tx0)) -le 0 ]; then
+        res="FAIL(no-veth-bytes)"
+    fi
+    row "$name" "$prov" "$np" "$res" "$counts" "$(cat "$log.where") $(((tx1 - tx0) / 1024))KiB" \
+        "$(($(date +%s) - start))" "$log"
+    # no daemon or rank may outlive its job
+    local ns pids
+    for ns in "${HOSTS[@]}"; do
+        if ! wait_gone "$ns" 10; then
+            pids=$(ip netns pids "$ns")
+            echo "check-multihost: processes left in $ns after $name: $pids (killed)" >&2
+            # shellcheck disable=SC2086
+            kill -KILL $pids 2>/dev/null
+            FAILED=1
+        fi
+    done
+}
+
+T0=$(date +%s)
+setup
+echo "check-multihost: $NHOSTS host namespaces (${HOSTS[*]}), ${IPS[*]} on $IFACE, hub $HUB $HUB_IP (mpirun);"
+echo "  providers: ${PROVIDERS[*]}; osc_stress seed $SEED; logs $LOG_DIR"
+for prov in "${PROVIDERS[@]}"; do
+    one osc_demo "$prov" "$NHOSTS" 90 osc_demo
+    one osc_flush_visibility "$prov" 2 120 osc_flush_visibility $((4 << 20)) 30
+    one osc_stress "$prov" "$NHOSTS" 180 osc_stress -s "$SEED" -e 4 -f create,allocate
+    if [ $DYNAMIC -eq 1 ]; then
+        one osc_stress-dynamic "$prov" "$NHOSTS" 60 osc_stress -s "$SEED" -e 1 -f dynamic
+    fi
+done
+
+echo
+echo "== check-multihost summary ($NHOSTS namespaces, ${IPS[*]} on $IFACE, seed $SEED, $(($(date +%s) - T0))s, logs $LOG_DIR)"
+printf '%-20s %-12s %-5s %-10s %-46s %-44s %6s\n' program provider ranks result \
+    "btl_ofi counters (all ranks)" "nodes via interface (fabric), veth tx" time
+printf '%s\n' "${ROWS[@]}"
+if [ $FAILED -ne 0 ]; then
+    echo "check-multihost: FAILED"
+    exit 1
+fi
+echo "check-multihost: all passed"
+exit 0
