@@ -5,6 +5,9 @@
 
 #include "btl_ofi.h"
 
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "opal/mca/base/mca_base_var.h"
@@ -47,17 +50,98 @@ const mca_base_var_enum_value_t mca_btl_ofi_completion_values[] = {
     {0, NULL},
 };
 
-/* Range-checked integer parameters: checked once at init, refused with a message. */
-static const struct {
+/*
+ * Integer parameters. They are registered as strings and parsed here, because
+ * Open MPI reads a non-numeric value of an int variable as the number its
+ * leading digits make ("lots" -> 0) without a word. A value that is not an
+ * integer in [min, max] disables the component with a message.
+ */
+typedef struct mca_btl_ofi_int_param_t {
     const char *name;
-    int *storage;
+    const char *help;
+    const char *default_text;
     int min, max;
-} mca_btl_ofi_int_params[] = {
-    {"progress_batch", &mca_btl_ofi_component.progress_batch, 1, MCA_BTL_OFI_MAX_CQ_BATCH},
-    {"op_free_list_max", &mca_btl_ofi_component.op_free_list_max, -1, 1 << 24},
-    {"inject_eagain", &mca_btl_ofi_component.inject_eagain_permille, 0, 1000},
-    {"inject_cq_error", &mca_btl_ofi_component.inject_cq_error_every, 0, INT32_MAX},
+    int *value; /**< parsed at init */
+    char *text; /**< MCA storage */
+} mca_btl_ofi_int_param_t;
+
+static mca_btl_ofi_int_param_t mca_btl_ofi_int_params[] = {
+    {
+        .name = "progress_batch",
+        .help = "Completion-queue entries read per progress call",
+        .default_text = "32",
+        .min = 1,
+        .max = MCA_BTL_OFI_MAX_CQ_BATCH,
+        .value = &mca_btl_ofi_component.progress_batch,
+    },
+    {
+        .name = "op_free_list_max",
+        .help = "Most operation contexts kept at once (-1: unlimited); a full list makes posts "
+                "return OPAL_ERR_OUT_OF_RESOURCE",
+        .default_text = "-1",
+        .min = -1,
+        .max = 1 << 24,
+        .value = &mca_btl_ofi_component.op_free_list_max,
+    },
+    {
+        .name = "inject_eagain",
+        .help = "Debug fault injection: per 1000 puts, gets and atomics, how many are refused "
+                "as if the provider returned -FI_EAGAIN",
+        .default_text = "0",
+        .min = 0,
+        .max = 1000,
+        .value = &mca_btl_ofi_component.inject_eagain_permille,
+    },
+    {
+        .name = "inject_cq_error",
+        .help = "Debug fault injection (0: off): post every Nth put or get with a corrupted "
+                "remote key. What follows is the provider's: sockets reports an error "
+                "completion, tcp;ofi_rxm drops the connection to that peer, shm never completes "
+                "the operation (see NOTES.txt)",
+        .default_text = "0",
+        .min = 0,
+        .max = INT32_MAX,
+        .value = &mca_btl_ofi_component.inject_cq_error_every,
+    },
 };
+
+#define MCA_BTL_OFI_NUM_INT_PARAMS                                                                 \
+    (sizeof(mca_btl_ofi_int_params) / sizeof(mca_btl_ofi_int_params[0]))
+
+static void mca_btl_ofi_register_int_params(void)
+{
+    for (size_t i = 0; i < MCA_BTL_OFI_NUM_INT_PARAMS; ++i) {
+        mca_btl_ofi_int_param_t *param = &mca_btl_ofi_int_params[i];
+        char *help = NULL;
+
+        param->text = (char *)param->default_text;
+        if (asprintf(&help, "%s (an integer from %d to %d)", param->help, param->min, param->max) <
+            0) {
+            help = NULL;
+        }
+        (void)mca_base_component_var_register(&mca_btl_ofi_component.super.btl_version, param->name,
+                                              help ? help : param->help, MCA_BASE_VAR_TYPE_STRING,
+                                              NULL, 0, 0, OPAL_INFO_LVL_4,
+                                              MCA_BASE_VAR_SCOPE_READONLY, &param->text);
+        free(help);
+    }
+}
+
+/* The whole text must be one integer in range. */
+static bool mca_btl_ofi_parse_int(const mca_btl_ofi_int_param_t *param, int *out)
+{
+    const char *text = param->text ? param->text : "";
+    char *end;
+    long value;
+
+    errno = 0;
+    value = strtol(text, &end, 10);
+    if (end == text || '\0' != *end || 0 != errno || value < param->min || value > param->max) {
+        return false;
+    }
+    *out = (int)value;
+    return true;
+}
 
 static int mca_btl_ofi_register_string(const char *name, const char *help, char **storage)
 {
@@ -116,13 +200,7 @@ static int mca_btl_ofi_component_register(void)
         MCA_BTL_OFI_COMPLETION_AUTO, completion_enum, &mca_btl_ofi_component.completion);
     OBJ_RELEASE(completion_enum);
 
-    mca_btl_ofi_register_int("progress_batch",
-                             "Completion-queue entries read per progress call (1 to 256)", 32, NULL,
-                             &mca_btl_ofi_component.progress_batch);
-    mca_btl_ofi_register_int("op_free_list_max",
-                             "Most operation contexts kept at once (-1: unlimited); a full list "
-                             "makes posts return OPAL_ERR_OUT_OF_RESOURCE",
-                             -1, NULL, &mca_btl_ofi_component.op_free_list_max);
+    mca_btl_ofi_register_int_params();
 
     mca_btl_ofi_component.force_atomic_emulation = false;
     (void)mca_base_component_var_register(
@@ -131,16 +209,6 @@ static int mca_btl_ofi_component_register(void)
         "as for ops the provider lacks",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_btl_ofi_component.force_atomic_emulation);
-
-    mca_btl_ofi_register_int("inject_eagain",
-                             "Debug fault injection: per 1000 puts, gets and atomics, how many "
-                             "are refused as if the provider returned -FI_EAGAIN (0 to 1000)",
-                             0, NULL, &mca_btl_ofi_component.inject_eagain_permille);
-    mca_btl_ofi_register_int(
-        "inject_cq_error",
-        "Debug fault injection: post every Nth put or get with a corrupted "
-        "remote key, so that the provider reports an error completion (0: off)",
-        0, NULL, &mca_btl_ofi_component.inject_cq_error_every);
 
     (void)mca_btl_ofi_pvar_register();
 
@@ -173,13 +241,12 @@ static bool mca_btl_ofi_params_valid(void)
                                                           : "");
         return false;
     }
-    for (size_t i = 0; i < sizeof(mca_btl_ofi_int_params) / sizeof(mca_btl_ofi_int_params[0]);
-         ++i) {
-        int value = *mca_btl_ofi_int_params[i].storage;
-        if (value < mca_btl_ofi_int_params[i].min || value > mca_btl_ofi_int_params[i].max) {
+    for (size_t i = 0; i < MCA_BTL_OFI_NUM_INT_PARAMS; ++i) {
+        const mca_btl_ofi_int_param_t *param = &mca_btl_ofi_int_params[i];
+        if (!mca_btl_ofi_parse_int(param, param->value)) {
             opal_show_help("help-mpi-btl-ofi.txt", "param-out-of-range", true,
-                           opal_process_info.nodename, mca_btl_ofi_int_params[i].name, value,
-                           mca_btl_ofi_int_params[i].min, mca_btl_ofi_int_params[i].max);
+                           opal_process_info.nodename, param->name, param->text ? param->text : "",
+                           param->min, param->max);
             return false;
         }
     }
