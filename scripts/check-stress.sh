@@ -212,7 +212,7 @@ for prov in "${PROVIDERS[@]}"; do
     if [ $LONG -eq 1 ]; then
         record "$(stress stress-long-2r "$prov" 2 1200 "" "$((SEED + 10))" -e 200 -p 4)"
         record "$(stress stress-long-4r "$prov" 4 1200 "" "$((SEED + 11))" -e 60)"
-        record "$(simple soak-fadd-10M+outst "$prov" 2 1800 osc_soak -n 10000000 -k 10000 -r 20)"
+        record "$(simple soak-fadd-10M-4r+outst "$prov" 4 2400 osc_soak -n 10000000 -k 10000 -r 20)"
         record "$(simple threads-3r-4t "$prov" 3 900 osc_threads -t 4 -i 300)"
         record "$(simple threads-2r-3t-long "$prov" 2 900 osc_threads -t 3 -i 5000)"
         record "$(endurance "$prov" 200)"
@@ -223,10 +223,31 @@ done
 for prov in shm "tcp;ofi_rxm"; do
     for p in "${PROVIDERS[@]}"; do
         if [ "$p" = "$prov" ]; then
-            row cq-error-inject "$prov" SKIP "provider reports bad keys as success (NOTES.txt 8)" 0 - -
+            row cq-error-inject "$prov" SKIP "provider does not report bad keys as errors (NOTES.txt 8)" 0 - -
         fi
     done
 done
+
+# --long also runs the memory checks and the multi-host runs, so that one
+# command covers the whole reliability set (each keeps its own logs).
+companion() { # companion NAME SCRIPT ARGS...: one summary row from another check script
+    local name=$1 script=$2 start log rc res
+    shift 2
+    start=$(date +%s)
+    log="$LOG_DIR/$name.log"
+    bash "$script" "$@" >"$log" 2>&1
+    rc=$?
+    case $rc in
+        0) res=PASS ;;
+        77) res=SKIP ;;
+        *) res="FAIL(exit $rc)" ;;
+    esac
+    echo "$name|${*:-all}|$res|$(tail -1 "$log" | cut -c1-60)|$(($(date +%s) - start))|-|$log"
+}
+if [ $LONG -eq 1 ]; then
+    record "$(companion memory-valgrind "$(dirname "$0")/check-memory.sh" "${PROVIDERS[@]}")"
+    record "$(companion multihost "$(dirname "$0")/check-multihost.sh")"
+fi
 
 echo
 echo "== check-stress summary ($([ $LONG -eq 1 ] && echo long || echo fast), base seed $SEED, $(($(date +%s) - T0))s, logs $LOG_DIR)"
