@@ -10,7 +10,8 @@
  * With "prov" key mode FI_MR_PROV_KEY is offered to the provider; if granted,
  * the row shows whether the provider hands B the key A had.
  *
- *   stale_key [PROVIDER...]     default: shm sockets "tcp;ofi_rxm"
+ *   stale_key [-o] [PROVIDER...]     default: shm sockets "tcp;ofi_rxm"
+ *   -o: do not offer FI_MR_VIRT_ADDR (offset addressing, btl_ofi_mr_mode=none)
  *
  * Prints one row per provider and key mode; exit 0 when it ran (it measures,
  * it does not judge), 2 on usage or a pipe failure.
@@ -31,6 +32,9 @@
 #include <unistd.h>
 
 #define REQUESTED_KEY 0x5a1
+
+/* FI_MR_VIRT_ADDR is offered unless -o (offset addressing) */
+static int offer_virt_addr = 1;
 #define BYTES 8
 #define TAG_LEN 64
 
@@ -243,7 +247,8 @@ static int run(const char *prov, int offer_prov_key, int delivery, int is_target
     hints->ep_attr->type = FI_EP_RDM;
     hints->caps = FI_RMA;
     hints->domain_attr->mr_mode =
-        FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | (offer_prov_key ? FI_MR_PROV_KEY : 0);
+        (offer_virt_addr ? FI_MR_VIRT_ADDR : 0) | FI_MR_ALLOCATED |
+        (offer_prov_key ? FI_MR_PROV_KEY : 0);
     hints->fabric_attr->prov_name = strdup(prov);
     /* delivery: as btl-ofi by default, a write completes once the data is visible
      * at the target (the target's check after our message cannot race the data);
@@ -341,11 +346,17 @@ static int measure(const char *prov, int offer_prov_key, int delivery)
 int main(int argc, char **argv)
 {
     const char *defaults[] = {"shm", "sockets", "tcp;ofi_rxm"};
-    const char **provs = argc > 1 ? (const char **) argv + 1 : defaults;
-    int n = argc > 1 ? argc - 1 : 3;
+    const char **provs;
+    int n;
 
+    if (argc > 1 && 0 == strcmp(argv[1], "-o")) {
+        offer_virt_addr = 0;
+        argv++, argc--;
+    }
+    provs = argc > 1 ? (const char **) argv + 1 : defaults;
+    n = argc > 1 ? argc - 1 : 3;
     if (argc > 1 && argv[1][0] == '-') {
-        fprintf(stderr, "usage: %s [PROVIDER...]\n", argv[0]);
+        fprintf(stderr, "usage: %s [-o] [PROVIDER...]\n", argv[0]);
         return 2;
     }
     printf("stale_key: libfabric %u.%u; A and B are %d-byte regions of the target\n",
