@@ -424,3 +424,24 @@ const bench_rma_op_t bench_rma_ops[2] = {
     {"put", BENCH_CNT(OFI_PVAR_PUTS), bench_put_issue},
     {"get", BENCH_CNT(OFI_PVAR_GETS), bench_get_issue},
 };
+
+int bench_rma_sweep(bench_ctx_t *ctx, const char *metric, const bench_field_t *columns,
+                    int ncols, bench_rma_row_fn row)
+{
+    char what[160];
+    int not_ours = 0;
+
+    snprintf(what, sizeof(what), "%s %s, %d operations per %s",
+             ctx->opt.bidir ? "bidirectional" : "unidirectional", metric, ctx->opt.window,
+             BENCH_SYNC_FLUSH == ctx->opt.sync ? "MPI_Win_flush (lock_all epoch)" : "MPI_Win_fence");
+    bench_header(ctx, what, columns, ncols);
+    for (size_t o = 0; o < sizeof(bench_rma_ops) / sizeof(bench_rma_ops[0]); ++o) {
+        if (!bench_op_wanted(ctx, bench_rma_ops[o].name, 1)) {
+            continue;
+        }
+        for (int s = 0; s < ctx->opt.nsizes; ++s) {
+            row(ctx, &bench_rma_ops[o], ctx->opt.sizes[s], &not_ours);
+        }
+    }
+    return bench_exit_code(ctx, 0, not_ours);
+}

@@ -148,6 +148,17 @@ typedef struct bench_rma_op {
 /** put and get, in that order. */
 extern const bench_rma_op_t bench_rma_ops[2];
 
+/** Measures one (op, size) row and sets *not_ours when btl-ofi did not carry it. */
+typedef void (*bench_rma_row_fn)(bench_ctx_t *ctx, const bench_rma_op_t *op, size_t size,
+                                 int *not_ours);
+
+/**
+ * The windowed put/get benchmarks: prints the header titled "<direction> <metric>, <window>
+ * operations per <sync>", runs row() for every wanted op and size, returns the exit code.
+ */
+int bench_rma_sweep(bench_ctx_t *ctx, const char *metric, const bench_field_t *columns,
+                    int ncols, bench_rma_row_fn row);
+
 /** The exit code for the whole run given failures and whether every row was ours. */
 int bench_exit_code(const bench_ctx_t *ctx, int failures, int rows_not_ours);
 

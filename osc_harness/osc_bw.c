@@ -63,27 +63,14 @@ static size_t window_bytes(const bench_ctx_t *ctx)
 
 static int run(bench_ctx_t *ctx)
 {
-    char what[160];
-    int not_ours = 0, rc;
+    int rc;
 
     rc = bench_window_open(ctx, window_bytes(ctx));
     if (BENCH_EXIT_OK != rc) {
         return rc;
     }
     memset(ctx->origin, 0x5a, ctx->win_len);
-    snprintf(what, sizeof(what), "%s bandwidth, %d operations per %s",
-             ctx->opt.bidir ? "bidirectional" : "unidirectional", ctx->opt.window,
-             BENCH_SYNC_FLUSH == ctx->opt.sync ? "MPI_Win_flush (lock_all epoch)" : "MPI_Win_fence");
-    bench_header(ctx, what, columns, NCOLS);
-    for (size_t o = 0; o < sizeof(bench_rma_ops) / sizeof(bench_rma_ops[0]); ++o) {
-        if (!bench_op_wanted(ctx, bench_rma_ops[o].name, 1)) {
-            continue;
-        }
-        for (int s = 0; s < ctx->opt.nsizes; ++s) {
-            run_one(ctx, &bench_rma_ops[o], ctx->opt.sizes[s], &not_ours);
-        }
-    }
-    return bench_exit_code(ctx, 0, not_ours);
+    return bench_rma_sweep(ctx, "bandwidth", columns, NCOLS, run_one);
 }
 
 int main(int argc, char **argv)

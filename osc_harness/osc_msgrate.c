@@ -57,8 +57,7 @@ static void run_one(bench_ctx_t *ctx, const bench_rma_op_t *op, size_t size, int
 static int run(bench_ctx_t *ctx)
 {
     size_t max;
-    char what[160];
-    int not_ours = 0, rc;
+    int rc;
 
     if (ctx->opt.default_sizes) {
         while (ctx->opt.nsizes > 1 && ctx->opt.sizes[ctx->opt.nsizes - 1] > MSGRATE_DEFAULT_MAX) {
@@ -71,19 +70,7 @@ static int run(bench_ctx_t *ctx)
         return rc;
     }
     memset(ctx->origin, 0x3c, ctx->win_len);
-    snprintf(what, sizeof(what), "%s message rate, %d operations per %s",
-             ctx->opt.bidir ? "bidirectional" : "unidirectional", ctx->opt.window,
-             BENCH_SYNC_FLUSH == ctx->opt.sync ? "MPI_Win_flush (lock_all epoch)" : "MPI_Win_fence");
-    bench_header(ctx, what, columns, NCOLS);
-    for (size_t o = 0; o < sizeof(bench_rma_ops) / sizeof(bench_rma_ops[0]); ++o) {
-        if (!bench_op_wanted(ctx, bench_rma_ops[o].name, 1)) {
-            continue;
-        }
-        for (int s = 0; s < ctx->opt.nsizes; ++s) {
-            run_one(ctx, &bench_rma_ops[o], ctx->opt.sizes[s], &not_ours);
-        }
-    }
-    return bench_exit_code(ctx, 0, not_ours);
+    return bench_rma_sweep(ctx, "message rate", columns, NCOLS, run_one);
 }
 
 int main(int argc, char **argv)
