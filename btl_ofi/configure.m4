@@ -1,0 +1,54 @@
+# -*- shell-script -*-
+#
+# btl-ofi inside an Open MPI 4.1 source tree: this directory is copied over
+# opal/mca/btl/ofi/ and Open MPI's autogen.pl picks up this macro. (The
+# standalone build of the same sources is the top-level configure.ac.)
+#
+# MCA_opal_btl_ofi_CONFIG([action-if-can-compile], [action-if-cant-compile])
+# --------------------------------------------------------------------------
+# Builds when libfabric is found (OPAL_CHECK_OFI: --with-ofi / --with-libfabric)
+# and its API is at least 1.5 with the RMA, atomic and MR-mode definitions the
+# component uses. If the user asked for libfabric with --with-ofi and it is
+# unusable for this component, configure stops with the reason instead of
+# silently building Open MPI without it.
+AC_DEFUN([MCA_opal_btl_ofi_CONFIG],[
+    OPAL_VAR_SCOPE_PUSH([btl_ofi_happy btl_ofi_why btl_ofi_CPPFLAGS_save])
+
+    AC_CONFIG_FILES([opal/mca/btl/ofi/Makefile])
+
+    OPAL_CHECK_OFI
+
+    btl_ofi_happy=$opal_ofi_happy
+    btl_ofi_why="libfabric was not found"
+
+    AS_IF([test "$btl_ofi_happy" = "yes"],
+          [OPAL_CHECK_OFI_VERSION_GE([1,5], [],
+               [btl_ofi_happy=no
+                btl_ofi_why="its API version is older than 1.5"])])
+
+    AS_IF([test "$btl_ofi_happy" = "yes"],
+          [btl_ofi_CPPFLAGS_save=$CPPFLAGS
+           CPPFLAGS="$opal_ofi_CPPFLAGS $CPPFLAGS"
+           AC_CHECK_DECLS([FI_MR_VIRT_ADDR, FI_MR_PROV_KEY, FI_MR_ALLOCATED,
+                           FI_DELIVERY_COMPLETE, FI_ATOMIC, FI_RMA_EVENT],
+                          [],
+                          [btl_ofi_happy=no
+                           btl_ofi_why="rdma/fabric.h lacks definitions btl/ofi needs (see config.log)"],
+                          [[#include <rdma/fabric.h>]])
+           AC_CHECK_HEADERS([rdma/fi_atomic.h rdma/fi_rma.h], [],
+                            [btl_ofi_happy=no
+                             btl_ofi_why="rdma/fi_atomic.h or rdma/fi_rma.h is missing"])
+           CPPFLAGS=$btl_ofi_CPPFLAGS_save])
+
+    AS_IF([test "$btl_ofi_happy" = "yes"],
+          [btl_ofi_WRAPPER_EXTRA_LDFLAGS=$opal_ofi_LDFLAGS
+           btl_ofi_WRAPPER_EXTRA_LIBS=$opal_ofi_LIBS
+           $1],
+          [AS_IF([test -n "$with_ofi" && test "$with_ofi" != "no"],
+                 [AC_MSG_WARN([btl/ofi (btl-ofi) cannot be built: $btl_ofi_why.])
+                  AC_MSG_WARN([libfabric was requested with --with-ofi=$with_ofi; it must provide API 1.5 or newer.])
+                  AC_MSG_ERROR([Cannot continue.])])
+           $2])
+
+    OPAL_VAR_SCOPE_POP
+])dnl

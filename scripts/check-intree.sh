@@ -1,0 +1,294 @@
+#!/usr/bin/env bash
+# btl-ofi inside an Open MPI build: fetch Debian's Open MPI 4.1.4 source,
+# replace opal/mca/btl/ofi with this repository's btl_ofi/, build and install
+# that Open MPI into a scratch prefix, and run the one-sided checks with it.
+# Opt-in and long (about 25-35 minutes per variant on 2 cores); not part of
+# the default test run.
+#
+#   scripts/check-intree.sh [--work DIR] [--jobs N] [--rebuild] [VARIANT...]
+#
+#   VARIANT   dso     btl/ofi built as mca_btl_ofi.so in the prefix (default build)
+#             static  --enable-mca-static=btl-ofi: linked into libopen-pal
+#             (default: dso static)
+#   --work    scratch directory (default /var/tmp/btl-ofi-intree): source,
+#             build-VARIANT/, prefix-VARIANT/, project-VARIANT/, venv-VARIANT/
+#   --jobs    make -j (default: nproc)
+#   --rebuild build again even if the stamp says this btl_ofi/ was built
+#
+# Per variant, with ONLY the scratch Open MPI (its own mpirun, libraries and
+# component directory; the installed btl-ofi env file is not used):
+#   1. ompi_info lists "MCA btl: ofi ... Component v<btl-ofi version>" (the
+#      stock component would say v4.1.4); dso: mca_btl_ofi.so is in the
+#      prefix; static: no .so, and libopen-pal exports mca_btl_ofi_component
+#   2. osc_demo on shm, sockets and tcp;ofi_rxm: exact, btl_ofi counters moved
+#   3. osc_flush_visibility on shm (exit 2 would mean: not carried by btl-ofi)
+#   4. the Python conformance suite (python_tests/test_conformance.py) with
+#      mpi4py compiled against that Open MPI, which reads btl_ofi_* pvars
+# Exit: 0 all passed, 1 a check failed, 2 usage or a build step failed.
+# Needs root for apt-get (deb-src entry, build dependencies). Every mpirun
+# runs under flock /tmp/btl-ofi-mpi.lock.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+REPO=$(pwd)
+
+WORK=/var/tmp/btl-ofi-intree
+JOBS=$(nproc)
+REBUILD=0
+VARIANTS=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --work) WORK=$2; shift ;;
+    --jobs) JOBS=$2; shift ;;
+    --rebuild) REBUILD=1 ;;
+    -h | --help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    dso | static) VARIANTS+=("$1") ;;
+    *) echo "check-intree: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+[ ${#VARIANTS[@]} -gt 0 ] || VARIANTS=(dso static)
+mkdir -p "$WORK" || exit 2
+WORK=$(cd "$WORK" && pwd)
+OMPI_DEB_VERSION=4.1.4
+OMPI_SRC=$WORK/openmpi-$OMPI_DEB_VERSION
+LOCK=/tmp/btl-ofi-mpi.lock
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+step() { printf '\n==> %s\n' "$*"; }
+die() { echo "check-intree: $*" >&2; exit 2; }
+SUMMARY=()
+FAILED=0
+record() { # record VARIANT CHECK pass|FAIL DETAIL
+    SUMMARY+=("$(printf '%-7s %-34s %-5s %s' "$1" "$2" "$3" "$4")")
+    [ "$3" = pass ] || FAILED=1
+}
+# run LOG CMD... : run CMD with output to LOG; print the log's tail on failure
+run() {
+    local log=$1; shift
+    if ! "$@" >"$log" 2>&1; then
+        echo "check-intree: failed: $*" >&2
+        tail -n 40 "$log" >&2
+        return 1
+    fi
+}
+
+# The component's files as the repository tracks them (build products of the
+# standalone build in btl_ofi/ must not leak into Open MPI's tree).
+component_files() {
+    if git -C "$REPO" rev-parse --git-dir >/dev/null 2>&1; then
+        git -C "$REPO" ls-files btl_ofi
+    else
+        (cd "$REPO" && ls btl_ofi/*.c btl_ofi/*.h btl_ofi/*.am btl_ofi/*.m4 btl_ofi/*.txt)
+    fi
+}
+BTL_OFI_HASH=$(cd "$REPO" && component_files | xargs sha256sum | sha256sum | cut -c1-16)
+BTL_OFI_VERSION=$(sed -n 's/^AC_INIT(\[btl-ofi\], \[\([^]]*\)\].*/\1/p' "$REPO/configure.ac")
+[ -n "$BTL_OFI_VERSION" ] || die "cannot read btl-ofi's version from configure.ac"
+
+# ------------------------------------------------------------------ source
+fetch_source() {
+    [ -f "$OMPI_SRC/autogen.pl" ] && return 0
+    [ "$(id -u)" = 0 ] || die "needs root for apt-get (deb-src entry and build dependencies)"
+    export DEBIAN_FRONTEND=noninteractive
+    if ! grep -rqs '^Types:.*deb-src\|^deb-src ' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+        step "Adding a deb-src entry for Debian bookworm (apt-get source needs one)"
+        cat >/etc/apt/sources.list.d/btl-ofi-deb-src.sources <<'EOF'
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+    fi
+    apt-get update -qq || die "apt-get update failed"
+    step "Build dependencies of Open MPI (compilers, autotools, flex, hwloc, libevent, pmix, libfabric)"
+    apt-get install -y -qq --no-install-recommends dpkg-dev build-essential autoconf automake \
+        libtool flex perl pkg-config libhwloc-dev libevent-dev libpmix-dev libfabric-dev \
+        python3-venv python3-dev git >/dev/null || die "apt-get install failed"
+    step "apt-get source openmpi=$OMPI_DEB_VERSION-* into $WORK"
+    local ver
+    ver=$(apt-cache showsrc openmpi | sed -n "s/^Version: \($OMPI_DEB_VERSION-.*\)/\1/p" | head -n1)
+    [ -n "$ver" ] || die "Debian has no openmpi $OMPI_DEB_VERSION source package here (apt-cache showsrc openmpi)"
+    (cd "$WORK" && apt-get source -qq "openmpi=$ver") >"$WORK/apt-source.log" 2>&1 ||
+        { tail -n 20 "$WORK/apt-source.log" >&2; die "apt-get source openmpi=$ver failed"; }
+    [ -f "$OMPI_SRC/autogen.pl" ] || die "no $OMPI_SRC/autogen.pl after apt-get source"
+}
+
+# Replace opal/mca/btl/ofi with btl_ofi/ and regenerate Open MPI's build system.
+prepare_source() {
+    if [ "$REBUILD" = 0 ] && [ "$(cat "$OMPI_SRC/.btl-ofi-stamp" 2>/dev/null)" = "$BTL_OFI_HASH" ]; then
+        echo "check-intree: source tree already carries btl_ofi/ $BTL_OFI_HASH"
+        return 0
+    fi
+    step "Replacing opal/mca/btl/ofi with btl_ofi/ ($(component_files | wc -l) files)"
+    rm -rf "$OMPI_SRC/opal/mca/btl/ofi"
+    mkdir -p "$OMPI_SRC/opal/mca/btl/ofi" || return 1
+    (cd "$REPO/btl_ofi" && component_files | sed 's|^btl_ofi/||' |
+        xargs cp -t "$OMPI_SRC/opal/mca/btl/ofi/") || return 1
+    step "autogen.pl (Open MPI's autotools run; a few minutes)"
+    # Debian's rules regenerate this file before autogen.pl too.
+    (cd "$OMPI_SRC/config" && autom4te --language=m4sh opal_get_version.m4sh -o opal_get_version.sh) ||
+        return 1
+    run "$WORK/autogen.log" bash -c "cd '$OMPI_SRC' && ./autogen.pl --force" || return 1
+    grep -q 'btl:ofi' "$WORK/autogen.log" || { echo "autogen.pl did not list btl:ofi" >&2; return 1; }
+    echo "$BTL_OFI_HASH" >"$OMPI_SRC/.btl-ofi-stamp"
+    rm -f "$WORK"/build-*/.built
+}
+
+# ------------------------------------------------------------------- build
+build_ompi() { # VARIANT
+    local v=$1 build=$WORK/build-$1 prefix=$WORK/prefix-$1 extra=()
+    if [ -f "$build/.built" ] && [ "$(cat "$build/.built")" = "$BTL_OFI_HASH" ]; then
+        echo "check-intree: $v Open MPI already built with btl_ofi/ $BTL_OFI_HASH"
+        return 0
+    fi
+    [ "$v" = static ] && extra=(--enable-mca-static=btl-ofi)
+    rm -rf "$build" "$prefix"
+    mkdir -p "$build"
+    step "[$v] configure Open MPI into $prefix ${extra[*]}"
+    # Only what one-sided checks need: no Fortran, OpenSHMEM or ROMIO; hwloc,
+    # libevent and PMIx from Debian (as Debian's own build does).
+    run "$build/configure.log" bash -c "cd '$build' && '$OMPI_SRC/configure' \
+        --prefix='$prefix' --with-ofi --with-devel-headers \
+        --with-hwloc=external --with-libevent=external \
+        --with-pmix=/usr/lib/$(gcc -print-multiarch)/pmix2 \
+        --disable-mpi-fortran --disable-oshmem --enable-mca-no-build=io-romio321 \
+        --without-ucx --without-verbs ${extra[*]}" || return 1
+    grep -A3 'checking for MCA component opal:btl:ofi compile mode' "$build/config.log" | head -n 2 || true
+    step "[$v] make -j$JOBS && make install (the long part)"
+    run "$build/make.log" make -C "$build" -j"$JOBS" || return 1
+    run "$build/install.log" make -C "$build" install || return 1
+    echo "$BTL_OFI_HASH" >"$build/.built"
+}
+
+# The project's harness programs and a mpi4py, both against that Open MPI.
+build_clients() { # VARIANT
+    local v=$1 prefix=$WORK/prefix-$1 proj=$WORK/project-$1 venv=$WORK/venv-$1
+    step "[$v] osc_harness programs built with $prefix/bin/mpicc"
+    rm -rf "$proj"
+    mkdir -p "$proj"
+    [ -x "$REPO/configure" ] || run "$WORK/autoreconf.log" bash -c "cd '$REPO' && autoreconf -fi" || return 1
+    run "$proj/configure.log" bash -c "cd '$proj' && '$REPO/configure' --with-ompi='$prefix' \
+        --prefix='$proj/install'" || return 1
+    run "$proj/make.log" make -C "$proj" -j"$JOBS" || return 1
+    if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import mpi4py' 2>/dev/null; then
+        step "[$v] Python venv with mpi4py compiled against $prefix"
+        python3 -m venv "$venv" || return 1
+        run "$venv/pip.log" "$venv/bin/pip" install -q --upgrade pip || return 1
+        run "$venv/pip-mpi4py.log" env MPICC="$prefix/bin/mpicc" "$venv/bin/pip" install -q \
+            --no-binary mpi4py --no-cache-dir -r "$REPO/python_tests/requirements.txt" || return 1
+    fi
+    # What python_tests and check scripts read instead of the installed
+    # btl-ofi env file: only this Open MPI's own component directory.
+    cat >"$WORK/env-$v.sh" <<EOF
+# Open MPI $OMPI_DEB_VERSION built from source with btl-ofi in-tree ($v): $prefix
+export PATH="$prefix/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+export OMPI_MCA_mca_component_path="$prefix/lib/openmpi"
+export BTL_OFI_COMPONENT_DIR="$prefix/lib/openmpi"
+export BTL_OFI_OMPI_PKGLIBDIR="$prefix/lib/openmpi"
+export BTL_OFI_LIBEXECDIR="$proj"
+EOF
+}
+
+# ------------------------------------------------------------------ checks
+# mpirun of the scratch Open MPI, with no btl-ofi env file and no user MCA files.
+scratch_mpirun() { # VARIANT TIMEOUT NP PROVIDER PROG ARGS...
+    local v=$1 to=$2 np=$3 prov=$4; shift 4
+    env -i HOME="$WORK" PATH="$WORK/prefix-$v/bin:/usr/bin:/bin" \
+        OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+        flock "$LOCK" timeout "$to" "$WORK/prefix-$v/bin/mpirun" -np "$np" --oversubscribe \
+        --bind-to none --mca pml ob1 --mca btl self,vader,ofi --mca osc rdma \
+        --mca btl_ofi_provider_include "$prov" "$@"
+}
+
+check_variant() { # VARIANT
+    local v=$1 prefix=$WORK/prefix-$1 proj=$WORK/project-$1 line log
+    step "[$v] which btl/ofi this Open MPI has"
+    line=$(env -i PATH="$prefix/bin:/usr/bin:/bin" "$prefix/bin/ompi_info" | grep 'MCA btl: ofi')
+    echo "$line"
+    if [[ "$line" == *"Component v$BTL_OFI_VERSION)"* ]]; then
+        record "$v" "ompi_info: btl ofi is btl-ofi" pass "Component v$BTL_OFI_VERSION"
+    else
+        record "$v" "ompi_info: btl ofi is btl-ofi" FAIL "${line:-no btl ofi listed}"
+    fi
+    local so=$prefix/lib/openmpi/mca_btl_ofi.so
+    if [ "$v" = dso ]; then
+        [ -f "$so" ] && record "$v" "component is a DSO" pass "$so" ||
+            record "$v" "component is a DSO" FAIL "no $so"
+    else
+        if [ ! -e "$so" ] && nm -D --defined-only "$prefix/lib/libopen-pal.so" |
+            grep -q ' mca_btl_ofi_component$'; then
+            record "$v" "component is in libopen-pal" pass "no .so; libopen-pal.so defines mca_btl_ofi_component"
+        else
+            record "$v" "component is in libopen-pal" FAIL "$(ls "$so" 2>/dev/null) / symbol missing"
+        fi
+    fi
+
+    local p
+    for p in shm sockets "tcp;ofi_rxm"; do
+        log=$WORK/$v-osc_demo-${p//;/_}.log
+        step "[$v] osc_demo, 2 ranks, $p"
+        if scratch_mpirun "$v" 120 2 "$p" "$proj/osc_demo" >"$log" 2>&1 && grep -q PASSED "$log"; then
+            record "$v" "osc_demo $p" pass "$(grep -c ' exact ' "$log") rows exact, counters moved"
+        else
+            tail -n 30 "$log"
+            record "$v" "osc_demo $p" FAIL "see $log"
+        fi
+    done
+
+    log=$WORK/$v-flush_visibility.log
+    step "[$v] osc_flush_visibility, 2 ranks, shm"
+    scratch_mpirun "$v" 300 2 shm "$proj/osc_flush_visibility" $((4 << 20)) 50 >"$log" 2>&1
+    local rc=$?
+    if [ $rc = 0 ] && grep -q ' stale=0 ' "$log"; then
+        record "$v" "osc_flush_visibility shm" pass "$(grep -m1 'stale=' "$log")"
+    else
+        tail -n 20 "$log"
+        record "$v" "osc_flush_visibility shm" FAIL "exit $rc (2: not carried by btl-ofi); see $log"
+    fi
+
+    log=$WORK/$v-pytest.log
+    step "[$v] python_tests/test_conformance.py with mpi4py on this Open MPI"
+    (
+        # shellcheck disable=SC1090
+        . "$WORK/env-$v.sh"
+        export BTL_OFI_ENV_FILE="$WORK/env-$v.sh"
+        cd "$REPO" && "$WORK/venv-$v/bin/python" -m pytest python_tests/test_conformance.py \
+            -q -p no:cacheprovider --timeout-scale 2
+    ) >"$log" 2>&1
+    rc=$?
+    local tally
+    tally=$(grep -E '^[0-9]+ (passed|failed)|[0-9]+ passed|[0-9]+ failed' "$log" | tail -n 1)
+    tail -n 8 "$log"
+    if [ $rc = 0 ] && [[ "$tally" == *passed* ]] && [[ "$tally" != *failed* ]]; then
+        record "$v" "pytest test_conformance" pass "$tally"
+    else
+        record "$v" "pytest test_conformance" FAIL "exit $rc: ${tally:-no tally}; see $log"
+    fi
+}
+
+# -------------------------------------------------------------------- main
+START=$(date +%s)
+fetch_source || exit 2
+prepare_source || die "preparing $OMPI_SRC failed (log: $WORK/autogen.log)"
+for v in "${VARIANTS[@]}"; do
+    if ! build_ompi "$v"; then
+        record "$v" "build Open MPI" FAIL "see $WORK/build-$v/*.log"
+        continue
+    fi
+    if ! build_clients "$v"; then
+        record "$v" "build harness + mpi4py" FAIL "see $WORK/project-$v, $WORK/venv-$v"
+        continue
+    fi
+    check_variant "$v"
+done
+
+printf '\n== check-intree summary (btl-ofi %s, btl_ofi/ %s, Open MPI %s from Debian source, %ss) ==\n' \
+    "$BTL_OFI_VERSION" "$BTL_OFI_HASH" "$OMPI_DEB_VERSION" "$(($(date +%s) - START))"
+printf '%s\n' "${SUMMARY[@]}"
+if [ "$FAILED" = 0 ]; then
+    echo "check-intree: all passed"
+    exit 0
+fi
+echo "check-intree: FAILED"
+exit 1
