@@ -145,7 +145,10 @@ typedef enum {
     MCA_BTL_OFI_OP_RMA,      /**< put or get */
     MCA_BTL_OFI_OP_ATOMIC,   /**< native atomic of any kind */
     MCA_BTL_OFI_OP_EMULATED, /**< one compare-and-swap step of an emulated atomic */
-    MCA_BTL_OFI_OP_PROOF,    /**< internal read that proves remote completion */
+    MCA_BTL_OFI_OP_PROOF,    /**< internal read that proves remote completion (flush) */
+    /** put whose callback waits until a read proves it landed (prove_remote) */
+    MCA_BTL_OFI_OP_UNPROVEN_PUT,
+    MCA_BTL_OFI_OP_PUT_PROOF, /**< the read that proves one put; parent is the put */
 } mca_btl_ofi_op_kind_t;
 
 /** One outstanding libfabric operation. Its fi_context2 is the libfabric context. */
@@ -164,6 +167,7 @@ typedef struct mca_btl_ofi_op_t {
     uint64_t compare;
     uint64_t fetched;
     mca_btl_ofi_emulation_t emu;
+    struct mca_btl_ofi_op_t *parent; /**< MCA_BTL_OFI_OP_PUT_PROOF: the put it proves */
 } mca_btl_ofi_op_t;
 OBJ_CLASS_DECLARATION(mca_btl_ofi_op_t);
 
@@ -425,7 +429,16 @@ void mca_btl_ofi_op_complete(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
 /** Read up to one batch of CQ entries and run their callbacks. */
 int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module);
 
+/** Park an operation whose next post met -FI_EAGAIN inside progress; progress reposts it. */
+void mca_btl_ofi_defer(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op);
+
 /* ---- RMA (btl_ofi_rdma.c) ---------------------------------------------- */
+
+/**
+ * prove_remote: a put's transmit completion arrived; post the read that
+ * proves it landed (its callback runs when that read completes).
+ */
+void mca_btl_ofi_put_proof_post(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *put);
 
 /**
  * Put size bytes from local_address to remote_address at endpoint (btl.h contract).

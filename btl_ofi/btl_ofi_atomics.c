@@ -233,9 +233,7 @@ void mca_btl_ofi_emulation_post(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *
         return;
     }
     if (-FI_EAGAIN == rc) {
-        OPAL_THREAD_LOCK(&module->deferred_lock);
-        opal_list_append(&module->deferred, &op->super.super);
-        OPAL_THREAD_UNLOCK(&module->deferred_lock);
+        mca_btl_ofi_defer(module, op);
         return;
     }
     opal_output_verbose(1, mca_btl_ofi_output,

@@ -61,6 +61,7 @@ mca_btl_ofi_op_t *mca_btl_ofi_op_alloc(mca_btl_ofi_module_t *module, mca_btl_ofi
     op->cbcontext = cbcontext;
     op->cbdata = cbdata;
     op->fetched = 0;
+    op->parent = NULL;
     atomic_fetch_add(&module->outstanding, 1);
     return op;
 }
@@ -89,9 +90,31 @@ int mca_btl_ofi_post_result(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op, 
 
 void mca_btl_ofi_op_complete(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op, int status)
 {
-    if (MCA_BTL_OFI_OP_EMULATED == op->kind && OPAL_SUCCESS == status) {
-        mca_btl_ofi_emulation_step_done(module, op);
+    switch (op->kind) {
+    case MCA_BTL_OFI_OP_EMULATED:
+        if (OPAL_SUCCESS == status) {
+            mca_btl_ofi_emulation_step_done(module, op);
+            return;
+        }
+        break;
+    case MCA_BTL_OFI_OP_UNPROVEN_PUT:
+        /* Only sent so far: osc/rdma may act on this callback (it releases its
+         * accumulate lock), so it waits until a read proves the data landed. */
+        if (OPAL_SUCCESS == status) {
+            mca_btl_ofi_put_proof_post(module, op);
+            return;
+        }
+        break;
+    case MCA_BTL_OFI_OP_PUT_PROOF: {
+        mca_btl_ofi_op_t *put = op->parent;
+
+        mca_btl_ofi_op_release(module, op);
+        put->kind = MCA_BTL_OFI_OP_RMA;
+        mca_btl_ofi_op_complete(module, put, status);
         return;
+    }
+    default:
+        break;
     }
     if (NULL != op->cbfunc) {
         op->cbfunc(&module->super, op->endpoint, op->local_address, op->local_handle, op->cbcontext,
@@ -130,7 +153,14 @@ static void mca_btl_ofi_cq_error(mca_btl_ofi_module_t *module)
     }
 }
 
-/* Emulation steps that met -FI_EAGAIN inside progress are posted again here. */
+void mca_btl_ofi_defer(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op)
+{
+    OPAL_THREAD_LOCK(&module->deferred_lock);
+    opal_list_append(&module->deferred, &op->super.super);
+    OPAL_THREAD_UNLOCK(&module->deferred_lock);
+}
+
+/* Emulation steps and put proofs that met -FI_EAGAIN inside progress are posted again here. */
 static void mca_btl_ofi_repost_deferred(mca_btl_ofi_module_t *module)
 {
     opal_list_t ready;
@@ -144,7 +174,13 @@ static void mca_btl_ofi_repost_deferred(mca_btl_ofi_module_t *module)
     OPAL_THREAD_UNLOCK(&module->deferred_lock);
 
     for (opal_list_item_t *item; NULL != (item = opal_list_remove_first(&ready));) {
-        mca_btl_ofi_emulation_post(module, (mca_btl_ofi_op_t *)item);
+        mca_btl_ofi_op_t *op = (mca_btl_ofi_op_t *)item;
+
+        if (MCA_BTL_OFI_OP_UNPROVEN_PUT == op->kind) {
+            mca_btl_ofi_put_proof_post(module, op);
+        } else {
+            mca_btl_ofi_emulation_post(module, op);
+        }
     }
     OBJ_DESTRUCT(&ready);
 }

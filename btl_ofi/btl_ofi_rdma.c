@@ -3,10 +3,15 @@
  *
  * Completion semantics: with FI_DELIVERY_COMPLETE every completion means the
  * data is visible at the target, so flush only waits for the outstanding
- * count to drain. Without it, flush then reads from every peer written since
- * the last proof; the provider's read-after-write ordering
- * (FI_ORDER_RMA_RAW / FI_ORDER_ATOMIC_RAW) makes those reads complete only
- * after the earlier writes and atomics landed.
+ * count to drain. Without it (prove_remote), the provider's read-after-write
+ * ordering (FI_ORDER_RMA_RAW / FI_ORDER_ATOMIC_RAW) makes a read complete
+ * only after the earlier writes and atomics to that peer landed, so:
+ *  - a put's callback runs only after a read of the peer's proof word,
+ *    posted when the put's own (transmit) completion arrives: osc/rdma acts
+ *    on put callbacks (it releases its accumulate lock there), and without
+ *    this another rank could take the lock and read the old data;
+ *  - flush reads from every peer that non-fetching atomics went to since the
+ *    last proof.
  */
 
 #include "btl_ofi.h"
@@ -73,8 +78,10 @@ static int mca_btl_ofi_rma(mca_btl_ofi_module_t *module, const mca_btl_ofi_rma_k
     if (OPAL_UNLIKELY(mca_btl_ofi_inject_eagain())) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    op = mca_btl_ofi_op_alloc(module, MCA_BTL_OFI_OP_RMA, endpoint, local_address, local_handle,
-                              cbfunc, cbcontext, cbdata);
+    op = mca_btl_ofi_op_alloc(module,
+                              (kind->writes && module->prove_remote) ? MCA_BTL_OFI_OP_UNPROVEN_PUT
+                                                                     : MCA_BTL_OFI_OP_RMA,
+                              endpoint, local_address, local_handle, cbfunc, cbcontext, cbdata);
     if (OPAL_UNLIKELY(NULL == op)) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
@@ -83,9 +90,6 @@ static int mca_btl_ofi_rma(mca_btl_ofi_module_t *module, const mca_btl_ofi_rma_k
                         &op->fi_ctx);
     rc = mca_btl_ofi_post_result(module, op, posted, kind->name);
     if (OPAL_SUCCESS == rc) {
-        if (kind->writes) {
-            atomic_store_explicit(&endpoint->unproven, true, memory_order_relaxed);
-        }
         mca_btl_ofi_count(kind->ops_counter, 1);
         mca_btl_ofi_count(kind->bytes_counter, size);
     }
@@ -114,6 +118,38 @@ int mca_btl_ofi_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
     return mca_btl_ofi_rma((mca_btl_ofi_module_t *)btl, &mca_btl_ofi_get_kind, btl->btl_get_limit,
                            endpoint, local_address, remote_address, local_handle, remote_handle,
                            size, cbfunc, cbcontext, cbdata);
+}
+
+void mca_btl_ofi_put_proof_post(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *put)
+{
+    struct mca_btl_base_endpoint_t *endpoint = put->endpoint;
+    const mca_btl_base_registration_handle_t *handle = &endpoint->proof_handle;
+    mca_btl_ofi_op_t *proof;
+    ssize_t rc;
+
+    proof = mca_btl_ofi_op_alloc(module, MCA_BTL_OFI_OP_PUT_PROOF, endpoint, NULL, NULL, NULL, NULL,
+                                 NULL);
+    if (OPAL_UNLIKELY(NULL == proof)) {
+        mca_btl_ofi_defer(module, put);
+        return;
+    }
+    proof->parent = put;
+    rc = fi_read(module->ep, &proof->fetched, sizeof(proof->fetched), NULL, endpoint->peer_addr,
+                 module->virt_addr ? handle->base : 0, handle->key, &proof->fi_ctx);
+    if (OPAL_LIKELY(0 == rc)) {
+        mca_btl_ofi_count(MCA_BTL_OFI_CNT_PROOF_READS, 1);
+        return;
+    }
+    mca_btl_ofi_op_release(module, proof);
+    if (-FI_EAGAIN == rc) {
+        mca_btl_ofi_count(MCA_BTL_OFI_CNT_POST_EAGAIN, 1);
+        mca_btl_ofi_defer(module, put);
+        return;
+    }
+    opal_output_verbose(1, mca_btl_ofi_output, "btl:ofi: fi_read (put proof) failed: %s (%zd)",
+                        fi_strerror((int)-rc), rc);
+    put->kind = MCA_BTL_OFI_OP_RMA;
+    mca_btl_ofi_op_complete(module, put, OPAL_ERROR);
 }
 
 static void mca_btl_ofi_drain(mca_btl_ofi_module_t *module)
