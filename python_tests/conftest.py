@@ -26,6 +26,10 @@ def pytest_addoption(parser):
                     help="multiply every mpirun timeout (slow machines)")
     group.addoption("--endurance-jobs", type=int, default=50,
                     help="consecutive 2-rank jobs per provider for -m endurance (default 50)")
+    group.addoption("--multihost-dynamic", action="store_true", default=False,
+                    help="-m multihost: also run the checks on MPI_Win_create_dynamic windows "
+                         "across namespaces (excluded by default: they hang with Open MPI "
+                         "4.1.4, see test_multihost.py)")
 
 
 def selected_providers(config):
@@ -188,6 +192,11 @@ def pytest_report_header(config):
 
 
 def pytest_terminal_summary(terminalreporter, config):
+    multihost = getattr(config, "_btlofi_multihost", None)  # test_multihost.py's launches
+    if multihost is not None and multihost.launches:
+        terminalreporter.section("btl-ofi across network namespaces")
+        for line in multihost.summary_lines():
+            terminalreporter.write_line(line)
     cache = getattr(config, "_btlofi_cache", None)
     if not cache or not cache.launches:
         return

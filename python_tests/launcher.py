@@ -105,11 +105,70 @@ class Launch:
         return "\n".join(text.strip().splitlines()[-lines:])
 
 
+@dataclasses.dataclass(frozen=True)
+class Hosts:
+    """Ranks on other "hosts": the network namespaces scripts/check-multihost.sh
+    makes (`--setup-only` writes their description, netns.conf, as KEY=VALUE
+    lines). mpirun runs in the hub namespace and starts one orted per host
+    namespace through the plm_rsh_agent (scripts/netns-rsh), which looks the
+    hostfile's addresses up in the netns map. Open MPI's own TCP is kept to the
+    subnet, the libfabric tcp/sockets providers to the namespaces' interface."""
+    hub: str                # network namespace mpirun runs in
+    namespaces: tuple       # host namespaces, one slot each
+    nodes: tuple            # their node names (each has a UTS namespace of its own)
+    ips: tuple
+    hostfile: str
+    netns_map: str
+    agent: str
+    subnet: str
+    iface: str
+    conf: str = ""
+
+    @classmethod
+    def from_conf(cls, path):
+        values = {}
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                line = line.strip()
+                if line and not line.startswith("#") and "=" in line:
+                    key, value = line.split("=", 1)
+                    values[key.strip()] = value.strip()
+        missing = [k for k in ("hub", "namespaces", "nodes", "ips", "hostfile", "netns_map",
+                               "agent", "subnet", "iface") if not values.get(k)]
+        if missing:
+            raise RuntimeError(f"{path}: no {', '.join(missing)}")
+        return cls(hub=values["hub"], namespaces=tuple(values["namespaces"].split()),
+                   nodes=tuple(values["nodes"].split()), ips=tuple(values["ips"].split()),
+                   hostfile=values["hostfile"], netns_map=values["netns_map"],
+                   agent=values["agent"], subnet=values["subnet"], iface=values["iface"],
+                   conf=str(path))
+
+    def env(self):
+        """What the agent and the providers need in mpirun's environment."""
+        return {"NETNS_RSH_MAP": self.netns_map, "FI_TCP_IFACE": self.iface,
+                "FI_SOCKETS_IFACE": self.iface}
+
+    def argv_prefix(self, nranks):
+        """`ip netns exec HUB mpirun -np N` with the hostfile, agent and network
+        restrictions (no --oversubscribe: one slot per host namespace)."""
+        return ["ip", "netns", "exec", self.hub, "mpirun", "-np", str(nranks),
+                "--hostfile", self.hostfile, "--bind-to", "none",
+                "--mca", "plm_rsh_agent", self.agent, "--mca", "plm_rsh_no_tree_spawn", "1",
+                "--mca", "oob_tcp_if_include", self.subnet,
+                "--mca", "btl_tcp_if_include", self.subnet,
+                "-x", "OMPI_MCA_mca_component_path", "-x", "FI_TCP_IFACE",
+                "-x", "FI_SOCKETS_IFACE", "-x", "PYTHONUNBUFFERED", "-x", "PYTHONDONTWRITEBYTECODE"]
+
+
 def mpirun_argv(nranks, provider=None, mca=None, osc="rdma", btl="self,vader,ofi",
-                program=None, program_args=(), verbose=True, native=False):
-    """mpirun command line; program is a Python script unless native (an executable)."""
-    argv = ["mpirun", "-np", str(nranks), "--oversubscribe", "--bind-to", "none",
-            "--mca", "pml", "ob1", "--mca", "btl", btl, "--mca", "osc", osc]
+                program=None, program_args=(), verbose=True, native=False, hosts=None):
+    """mpirun command line; program is a Python script unless native (an executable).
+    hosts (a Hosts): one rank per host namespace, launched from the hub."""
+    if hosts is None:
+        argv = ["mpirun", "-np", str(nranks), "--oversubscribe", "--bind-to", "none"]
+    else:
+        argv = hosts.argv_prefix(nranks)
+    argv += ["--mca", "pml", "ob1", "--mca", "btl", btl, "--mca", "osc", osc]
     if provider is not None:
         argv += ["--mca", "btl_ofi_provider_include", provider]
     for name, value in (mca or {}).items():
@@ -136,12 +195,14 @@ def _read_records(path):
 
 
 def run_mpi(nranks, plan, timeout, provider=None, mca=None, osc="rdma",
-            btl="self,vader,ofi", env_overrides=None, workdir=None, verbose=True):
+            btl="self,vader,ofi", env_overrides=None, workdir=None, verbose=True, hosts=None):
     """Run rank_prog.py on `plan` (a JSON-able dict) and return a Launch.
 
     env_overrides replaces variables of the env file (e.g. a component path
-    that loads only Open MPI's stock components)."""
+    that loads only Open MPI's stock components). hosts: see mpirun_argv."""
     env = mpi_env(env_overrides)
+    if hosts is not None:
+        env.update(hosts.env())
     workdir = Path(workdir or tempfile.mkdtemp(prefix="btl-ofi-case-"))
     workdir.mkdir(parents=True, exist_ok=True)
     plan_path = workdir / "plan.json"
@@ -150,7 +211,8 @@ def run_mpi(nranks, plan, timeout, provider=None, mca=None, osc="rdma",
         report_path.unlink()
     plan_path.write_text(json.dumps(plan), encoding="utf-8")
     argv = mpirun_argv(nranks, provider, mca, osc, btl,
-                       program_args=[str(plan_path), str(report_path)], verbose=verbose)
+                       program_args=[str(plan_path), str(report_path)], verbose=verbose,
+                       hosts=hosts)
     run = run_argv(argv, timeout, env, workdir)
     return Launch(argv=argv, returncode=run.returncode, timed_out=run.timed_out,
                   seconds=run.seconds, stdout=run.stdout, stderr=run.stderr,

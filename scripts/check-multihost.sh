@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# btl-ofi beyond one host: the one-sided programs across network namespaces.
+# btl-ofi beyond one host: the one-sided programs and the Python one-sided
+# conformance suite across network namespaces.
 #
 #   scripts/check-multihost.sh [--keep] [--hosts 2|3] [--seed N] [--log-dir DIR]
-#                              [--with-dynamic] [PROVIDER...]
+#                              [--with-dynamic] [--no-conformance]
+#                              [--timeout-scale S] [PROVIDER...]
+#   scripts/check-multihost.sh --setup-only [--hosts 2|3] [--log-dir DIR]
+#   scripts/check-multihost.sh --teardown DIR/netns.conf
 #
 # Makes its own namespaces: a hub (a bridge, 10.77.0.1/24, where mpirun runs)
 # and 2-3 "hosts" h1..h3, each with lo and one veth (mheth0, 10.77.0.1N/24)
@@ -20,12 +24,23 @@
 #   across namespaces in ompi_osc_rdma_find_dynamic_region with Open MPI 4.1.4,
 #   with the stock btl/ofi as well (osc/pt2pt is exact); probably the osc/rdma
 #   deadlock fixed upstream for 4.1.x in open-mpi/ompi#10518, so not default
+#   conformance (all providers, one pytest run): the Python one-sided suite,
+#   i.e. the fast launch groups of test_conformance with <= --hosts ranks and
+#   their rank_prog.py plans, across the same namespaces: pytest
+#   python_tests/test_multihost.py with BTL_OFI_NETNS=DIR/netns.conf (the
+#   venv's python, $PYTHON to override; --timeout-scale S goes to pytest).
+#   Checks on MPI_Win_create_dynamic windows are excluded (skips naming the
+#   reason above). The summary shows pytest's counts, one line per launch
+#   and the skip reasons. --no-conformance leaves the suite out.
 # Each run must show, on every rank, "selected provider <P> (fabric
 # 10.77.0.0/24, domain mheth0)" from a distinct node, and bytes on every veth.
 #
 # --keep leaves the namespaces (and prints how to remove them); otherwise they
-# are removed on any exit (trap). Exit: 0 all passed, 1 a run failed, 2 usage
-# or missing programs, 77 network namespaces/veth/bridge cannot be made here.
+# are removed on any exit (trap). --setup-only makes the namespaces, writes
+# DIR/netns.conf (what python_tests/launcher.Hosts reads), and leaves them;
+# --teardown DIR/netns.conf removes them (with the processes inside).
+# Exit: 0 all passed, 1 a run failed, 2 usage or missing programs, 77 network
+# namespaces/veth/bridge cannot be made here.
 # Every mpirun runs under flock /tmp/btl-ofi-mpi.lock and a timeout.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +52,10 @@ NHOSTS=3
 SEED=""
 LOG_DIR=""
 DYNAMIC=0
+CONFORMANCE=1
+SETUP_ONLY=0
+TEARDOWN=""
+SCALE=1
 PROVIDERS=()
 PREFIX=${PREFIX:-/usr/local}
 while [ $# -gt 0 ]; do
@@ -46,7 +65,11 @@ while [ $# -gt 0 ]; do
     --seed) SEED=$2; shift ;;
     --log-dir) LOG_DIR=$2; shift ;;
     --with-dynamic) DYNAMIC=1 ;;
-    -h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --no-conformance) CONFORMANCE=0 ;;
+    --timeout-scale) SCALE=$2; shift ;;
+    --setup-only) SETUP_ONLY=1 ;;
+    --teardown) TEARDOWN=$2; shift ;;
+    -h | --help) sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "check-multihost: unknown option $1" >&2; exit 2 ;;
     *) PROVIDERS+=("$1") ;;
     esac
@@ -61,6 +84,8 @@ for p in "${PROVIDERS[@]}"; do
     fi
 done
 [ -n "$SEED" ] || SEED=$(( (RANDOM << 15) ^ RANDOM ))
+[[ "$SCALE" =~ ^[0-9]+([.][0-9]+)?$ ]] || { echo "check-multihost: --timeout-scale takes a number" >&2; exit 2; }
+PYTHON=${PYTHON:-$REPO/.venv/bin/python}
 
 skip() { echo "check-multihost: SKIP: $*"; exit 77; }
 
@@ -68,18 +93,26 @@ skip() { echo "check-multihost: SKIP: $*"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "network namespaces need root (running as uid $(id -u))"
 command -v ip >/dev/null || skip "'ip' not found (apt-get install -y iproute2)"
 command -v unshare >/dev/null || skip "'unshare' not found (util-linux)"
-command -v mpirun >/dev/null || { echo "check-multihost: mpirun not found" >&2; exit 2; }
-[ -x "$AGENT" ] || { echo "check-multihost: $AGENT missing or not executable" >&2; exit 2; }
-ENV_FILE=${BTL_OFI_ENV_FILE:-$PREFIX/share/btl-ofi/btl-ofi-env.sh}
-[ -r "$ENV_FILE" ] || { echo "check-multihost: $ENV_FILE not found (make install)" >&2; exit 2; }
-# shellcheck disable=SC1090
-. "$ENV_FILE"
-BIN_DIR=${BTL_OFI_LIBEXECDIR:-$PREFIX/libexec/btl-ofi}
-for prog in osc_demo osc_flush_visibility osc_stress; do
-    [ -x "$BIN_DIR/$prog" ] || { echo "check-multihost: $BIN_DIR/$prog not found" >&2; exit 2; }
-done
-LOG_DIR=${LOG_DIR:-$(mktemp -d /tmp/check-multihost.XXXXXX)}
-mkdir -p "$LOG_DIR"
+if [ -z "$TEARDOWN" ]; then
+    command -v mpirun >/dev/null || { echo "check-multihost: mpirun not found" >&2; exit 2; }
+    [ -x "$AGENT" ] || { echo "check-multihost: $AGENT missing or not executable" >&2; exit 2; }
+    ENV_FILE=${BTL_OFI_ENV_FILE:-$PREFIX/share/btl-ofi/btl-ofi-env.sh}
+    [ -r "$ENV_FILE" ] || { echo "check-multihost: $ENV_FILE not found (make install)" >&2; exit 2; }
+    # shellcheck disable=SC1090
+    . "$ENV_FILE"
+    BIN_DIR=${BTL_OFI_LIBEXECDIR:-$PREFIX/libexec/btl-ofi}
+    for prog in osc_demo osc_flush_visibility osc_stress; do
+        [ -x "$BIN_DIR/$prog" ] || { echo "check-multihost: $BIN_DIR/$prog not found" >&2; exit 2; }
+    done
+    if [ $SETUP_ONLY -eq 0 ] && [ $CONFORMANCE -eq 1 ] &&
+        ! "$PYTHON" -c 'import pytest, mpi4py, numpy' 2>/dev/null; then
+        echo "check-multihost: $PYTHON cannot import pytest, mpi4py and numpy (bash scripts/setup.sh;" \
+            "or set PYTHON=, or --no-conformance)" >&2
+        exit 2
+    fi
+    LOG_DIR=${LOG_DIR:-$(mktemp -d /tmp/check-multihost.XXXXXX)}
+    mkdir -p "$LOG_DIR"
+fi
 
 # ---- namespaces --------------------------------------------------------------
 PFX="btlofi-mh$$"
@@ -99,7 +132,7 @@ cleanup() {
     fi
     if [ $KEEP -eq 1 ]; then
         echo "check-multihost: --keep: namespaces left: ${CREATED[*]}"
-        echo "  remove with: for n in ${CREATED[*]}; do ip netns del \$n; done"
+        echo "  remove with: bash $REPO/scripts/check-multihost.sh --teardown $LOG_DIR/netns.conf"
         exit "$rc"
     fi
     for ns in "${CREATED[@]}"; do
@@ -133,6 +166,33 @@ wait_gone() { # wait_gone NS SECONDS: until no process is left in NS (0), or tim
     done
     [ -z "$(ip netns pids "$1" 2>/dev/null)" ]
 }
+
+conf_get() { # conf_get FILE KEY: the value of KEY=... in a netns.conf
+    sed -n "s/^$2=//p" "$1" | head -1
+}
+
+if [ -n "$TEARDOWN" ]; then
+    # remove the namespaces a --setup-only run described (and only those)
+    [ -r "$TEARDOWN" ] || { echo "check-multihost: --teardown: $TEARDOWN not readable" >&2; exit 2; }
+    HUB=$(conf_get "$TEARDOWN" hub)
+    case "$HUB" in
+    btlofi-mh[0-9]*-hub) PFX=${HUB%-hub} ;;
+    *) echo "check-multihost: --teardown: $TEARDOWN names no btlofi-mh<N>-hub namespace" >&2; exit 2 ;;
+    esac
+    for ns in "$HUB" $(conf_get "$TEARDOWN" namespaces); do
+        case "$ns" in "$PFX"-*) ;; *) echo "check-multihost: --teardown: $ns is not one of $PFX" >&2; exit 2 ;; esac
+        # no longer there (removed by hand): nothing to do for it
+        [ -e "/run/netns/$ns" ] && CREATED+=("$ns")
+    done
+    echo "check-multihost: tearing down ${CREATED[*]:-(none left)} from $TEARDOWN"
+    if [ ${#CREATED[@]} -eq 0 ]; then
+        left=$(ip netns list 2>/dev/null | grep -c "^$PFX-")
+        [ "$left" -eq 0 ] && { echo "check-multihost: cleanup: removed 0 namespaces (none left)"; exit 0; }
+        echo "check-multihost: cleanup FAILED: $left namespaces of $PFX remain" >&2
+        exit 1
+    fi
+    exit 0
+fi
 
 netns_add() {
     local err
@@ -171,6 +231,19 @@ setup() {
         echo "${IPS[i - 1]} slots=1" >>"$LOG_DIR/hostfile"
         echo "${IPS[i - 1]} ${HOSTS[i - 1]} mh-h$i" >>"$LOG_DIR/netns-map"
     done
+    # what python_tests/launcher.Hosts needs to launch into them (and --teardown to remove them)
+    {
+        echo "# made by scripts/check-multihost.sh (pid $$); remove with --teardown $LOG_DIR/netns.conf"
+        echo "hub=$HUB"
+        echo "namespaces=${HOSTS[*]}"
+        echo "nodes=$(for i in $(seq 1 "$NHOSTS"); do printf 'mh-h%s ' "$i"; done | sed 's/ $//')"
+        echo "ips=${IPS[*]}"
+        echo "hostfile=$LOG_DIR/hostfile"
+        echo "netns_map=$LOG_DIR/netns-map"
+        echo "agent=$AGENT"
+        echo "subnet=$SUBNET"
+        echo "iface=$IFACE"
+    } >"$LOG_DIR/netns.conf"
     # every host reaches the hub and every other host (TCP connect, bounded)
     for i in $(seq 1 "$NHOSTS"); do
         for ip in "$HUB_IP" "${IPS[@]}"; do
@@ -315,9 +388,48 @@ one() {
     done
 }
 
+# conformance PROVIDER...: the Python one-sided suite (test_multihost.py's
+# conformance cases: rank_prog.py plans, judged by outcome.py) across these
+# namespaces; one row, and the per-launch lines pytest printed
+CONF_LINES=()
+conformance() {
+    local log="$LOG_DIR/conformance.log" start rc res provs counts limit
+    provs=$(IFS=,; echo "$*")
+    limit=$(awk -v s="$SCALE" 'BEGIN { printf "%d", 3600 * s }')
+    start=$(date +%s)
+    # the namespaces are up: pytest uses them (BTL_OFI_NETNS) and leaves them to us
+    (cd "$REPO" && BTL_OFI_NETNS="$LOG_DIR/netns.conf" BTL_OFI_ENV_FILE="$ENV_FILE" \
+        timeout -k 10 "$limit" "$PYTHON" -m pytest \
+        python_tests/test_multihost.py::test_launch_across_namespaces \
+        python_tests/test_multihost.py::test_check_across_namespaces \
+        -m multihost -p no:cacheprovider -q -rfEsX --provider "$provs" \
+        --timeout-scale "$SCALE" --basetemp "$LOG_DIR/pytest") >"$log" 2>&1
+    rc=$?
+    counts=$(grep -E '[0-9]+ (passed|failed|errors?|skipped|xfailed|xpassed)' "$log" |
+        grep -E ' in [0-9.]+s' | tail -1 | sed 's/^=* *//; s/ *=*$//')
+    case $rc in
+    0) res=PASS; [[ "$counts" == *passed* ]] || res="FAIL(nopass)" ;;
+    124 | 137) res=TIMEOUT ;;
+    5) res="FAIL(none)" ;;
+    *) res="FAIL($rc)" ;;
+    esac
+    mapfile -t CONF_LINES < <(awk '/btl-ofi across network namespaces/ { on = 1; next }
+        on && /^(=|_)+( |$)/ { on = 0 } on && NF' "$log")
+    # pytest's reasons: what was skipped (and why), what failed
+    mapfile -t -O "${#CONF_LINES[@]}" CONF_LINES < <(grep -E '^(SKIPPED|FAILED|ERROR|XPASS)' "$log" |
+        cut -c1-230 | head -25)
+    row conformance "$provs" "2-$NHOSTS" "$res" "${counts:-no pytest summary}" \
+        "launches below" "$(($(date +%s) - start))" "$log"
+}
+
 T0=$(date +%s)
 setup
 echo "check-multihost: $NHOSTS host namespaces (${HOSTS[*]}), ${IPS[*]} on $IFACE, hub $HUB $HUB_IP (mpirun);"
+if [ $SETUP_ONLY -eq 1 ]; then
+    KEEP=1
+    echo "check-multihost: namespaces ready: $LOG_DIR/netns.conf"
+    exit 0
+fi
 echo "  providers: ${PROVIDERS[*]}; osc_stress seed $SEED; logs $LOG_DIR"
 for prov in "${PROVIDERS[@]}"; do
     one osc_demo "$prov" "$NHOSTS" 90 osc_demo
@@ -327,12 +439,17 @@ for prov in "${PROVIDERS[@]}"; do
         one osc_stress-dynamic "$prov" "$NHOSTS" 60 osc_stress -s "$SEED" -e 1 -f dynamic
     fi
 done
+[ $CONFORMANCE -eq 0 ] || conformance "${PROVIDERS[@]}"
 
 echo
 echo "== check-multihost summary ($NHOSTS namespaces, ${IPS[*]} on $IFACE, seed $SEED, $(($(date +%s) - T0))s, logs $LOG_DIR)"
 printf '%-20s %-12s %-5s %-10s %-46s %-44s %6s\n' program provider ranks result \
     "btl_ofi counters (all ranks)" "nodes via interface (fabric), veth tx" time
 printf '%s\n' "${ROWS[@]}"
+if [ ${#CONF_LINES[@]} -gt 0 ]; then
+    echo "conformance across namespaces (pytest, log $LOG_DIR/conformance.log):"
+    printf '  %s\n' "${CONF_LINES[@]}"
+fi
 if [ $FAILED -ne 0 ]; then
     echo "check-multihost: FAILED"
     exit 1
