@@ -125,7 +125,7 @@ struct mca_btl_base_endpoint_t {
     fi_addr_t peer_addr;
     /** the peer's proof word, read by flush to prove remote completion */
     mca_btl_base_registration_handle_t proof_handle;
-    /** writes or atomics issued since the last remote-completion proof */
+    /** non-fetching atomics issued since the last remote-completion proof */
     atomic_bool unproven;
 };
 typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;

@@ -311,7 +311,6 @@ static int mca_btl_ofi_atomic_begin(mca_btl_ofi_module_t *module,
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_ATOMICS, 1);
-    atomic_store_explicit(&endpoint->unproven, true, memory_order_relaxed);
     return OPAL_SUCCESS;
 }
 
@@ -352,6 +351,11 @@ static int mca_btl_ofi_atomic(mca_btl_ofi_module_t *module,
     }
 
     op->operand = operand;
+    if (!fetching) {
+        /* Its completion says nothing about the target: flush proves it
+         * (prove_remote). A fetching atomic's result is its own proof. */
+        atomic_store_explicit(&endpoint->unproven, true, memory_order_relaxed);
+    }
     if (fetching) {
         rc = fi_fetch_atomic(module->ep, &op->operand, 1, NULL, local_address,
                              mca_btl_ofi_local_desc(local_handle), endpoint->peer_addr, target,
