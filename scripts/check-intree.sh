@@ -25,8 +25,9 @@
 #      prefix; static: no .so, and libopen-pal exports mca_btl_ofi_component
 #   2. osc_demo on shm, sockets and tcp;ofi_rxm: exact, btl_ofi counters moved
 #   3. osc_flush_visibility on shm (exit 2 would mean: not carried by btl-ofi)
-#   4. the Python conformance suite (python_tests/test_conformance.py) with
-#      mpi4py compiled against that Open MPI, which reads btl_ofi_* pvars
+#   4. the Python conformance suite (python_tests/test_conformance.py) and the
+#      accumulate-lock contention test, with mpi4py compiled against that
+#      Open MPI, which reads btl_ofi_* pvars
 # Exit: 0 all passed, 1 a check failed, 2 usage or a build step failed.
 # Needs root for apt-get (deb-src entry, build dependencies). Every mpirun
 # runs under flock /tmp/btl-ofi-mpi.lock.
@@ -43,7 +44,7 @@ while [ $# -gt 0 ]; do
     --work) WORK=$2; shift ;;
     --jobs) JOBS=$2; shift ;;
     --rebuild) REBUILD=1 ;;
-    -h | --help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,/^set /{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     dso | static | badofi) VARIANTS+=("$1") ;;
     *) echo "check-intree: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -325,12 +326,13 @@ check_variant() { # VARIANT
     fi
 
     log=$WORK/$v-pytest.log
-    step "[$v] python_tests/test_conformance.py with mpi4py on this Open MPI"
+    step "[$v] python_tests: conformance + accumulate-lock contention, mpi4py on this Open MPI"
     (
         # shellcheck disable=SC1090
         . "$WORK/env-$v.sh"
         export BTL_OFI_ENV_FILE="$WORK/env-$v.sh"
         cd "$REPO" && "$WORK/venv-$v/bin/python" -m pytest python_tests/test_conformance.py \
+            python_tests/test_reliability.py::test_accumulate_lock_contention \
             -q -p no:cacheprovider --timeout-scale 3
     ) >"$log" 2>&1
     rc=$?
@@ -339,9 +341,9 @@ check_variant() { # VARIANT
     tail -n 8 "$log"
     # (" 198 xfailed" is not a failure; " 3 failed" is)
     if [ $rc = 0 ] && [[ "$tally" =~ [0-9]+\ passed ]] && ! [[ "$tally" =~ (^|\ )[0-9]+\ failed ]]; then
-        record "$v" "pytest test_conformance" pass "$tally"
+        record "$v" "pytest conformance+contention" pass "$tally"
     else
-        record "$v" "pytest test_conformance" FAIL "exit $rc: ${tally:-no tally}; see $log"
+        record "$v" "pytest conformance+contention" FAIL "exit $rc: ${tally:-no tally}; see $log"
     fi
 }
 
