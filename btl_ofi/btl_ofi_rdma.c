@@ -10,8 +10,8 @@
  *    posted when the put's own (transmit) completion arrives: osc/rdma acts
  *    on put callbacks (it releases its accumulate lock there), and without
  *    this another rank could take the lock and read the old data;
- *  - flush reads from every peer that non-fetching atomics went to since the
- *    last proof.
+ *  - flush does an atomic read (FI_ATOMIC_READ) of the proof word of every
+ *    peer that non-fetching atomics went to since the last proof.
  */
 
 #include "btl_ofi.h"
@@ -120,10 +120,16 @@ int mca_btl_ofi_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
                            size, cbfunc, cbcontext, cbdata);
 }
 
+/* The proof word lives at the peer's proof handle (offset 0 without FI_MR_VIRT_ADDR). */
+static uint64_t mca_btl_ofi_proof_addr(const mca_btl_ofi_module_t *module,
+                                       const struct mca_btl_base_endpoint_t *endpoint)
+{
+    return module->virt_addr ? endpoint->proof_handle.base : 0;
+}
+
 void mca_btl_ofi_put_proof_post(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *put)
 {
     struct mca_btl_base_endpoint_t *endpoint = put->endpoint;
-    const mca_btl_base_registration_handle_t *handle = &endpoint->proof_handle;
     mca_btl_ofi_op_t *proof;
     ssize_t rc;
 
@@ -135,7 +141,8 @@ void mca_btl_ofi_put_proof_post(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *
     }
     proof->parent = put;
     rc = fi_read(module->ep, &proof->fetched, sizeof(proof->fetched), NULL, endpoint->peer_addr,
-                 module->virt_addr ? handle->base : 0, handle->key, &proof->fi_ctx);
+                 mca_btl_ofi_proof_addr(module, endpoint), endpoint->proof_handle.key,
+                 &proof->fi_ctx);
     if (OPAL_LIKELY(0 == rc)) {
         mca_btl_ofi_count(MCA_BTL_OFI_CNT_PROOF_READS, 1);
         return;
@@ -159,27 +166,16 @@ static void mca_btl_ofi_drain(mca_btl_ofi_module_t *module)
     }
 }
 
-/* Post the proof reads (an RMA read and an atomic read of the proof word). */
+/*
+ * Post the flush proof for a peer that non-fetching atomics went to: an
+ * atomic read of its proof word (FI_ORDER_ATOMIC_RAW). Puts need none here:
+ * each was proven before its callback ran, and flush drained them first.
+ */
 static int mca_btl_ofi_post_proof(mca_btl_ofi_module_t *module,
                                   struct mca_btl_base_endpoint_t *endpoint)
 {
-    const mca_btl_base_registration_handle_t *handle = &endpoint->proof_handle;
-    uint64_t target = module->virt_addr ? handle->base : 0;
-    mca_btl_ofi_op_t *read_op, *atomic_op;
+    mca_btl_ofi_op_t *atomic_op;
     ssize_t rc;
-
-    read_op =
-        mca_btl_ofi_op_alloc(module, MCA_BTL_OFI_OP_PROOF, endpoint, NULL, NULL, NULL, NULL, NULL);
-    if (NULL == read_op) {
-        return OPAL_ERR_OUT_OF_RESOURCE;
-    }
-    do {
-        rc = fi_read(module->ep, &read_op->fetched, sizeof(read_op->fetched), NULL,
-                     endpoint->peer_addr, target, handle->key, &read_op->fi_ctx);
-    } while (-FI_EAGAIN == rc && mca_btl_ofi_progress_module(module) >= 0);
-    if (OPAL_SUCCESS != mca_btl_ofi_post_result(module, read_op, rc, "fi_read (proof)")) {
-        return OPAL_ERROR;
-    }
 
     atomic_op =
         mca_btl_ofi_op_alloc(module, MCA_BTL_OFI_OP_PROOF, endpoint, NULL, NULL, NULL, NULL, NULL);
@@ -188,7 +184,8 @@ static int mca_btl_ofi_post_proof(mca_btl_ofi_module_t *module,
     }
     do {
         rc = fi_fetch_atomic(module->ep, &atomic_op->operand, 1, NULL, &atomic_op->fetched, NULL,
-                             endpoint->peer_addr, target, handle->key, FI_UINT64, FI_ATOMIC_READ,
+                             endpoint->peer_addr, mca_btl_ofi_proof_addr(module, endpoint),
+                             endpoint->proof_handle.key, FI_UINT64, FI_ATOMIC_READ,
                              &atomic_op->fi_ctx);
     } while (-FI_EAGAIN == rc && mca_btl_ofi_progress_module(module) >= 0);
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_PROOF_READS, 1);

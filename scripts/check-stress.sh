@@ -207,6 +207,10 @@ for prov in "${PROVIDERS[@]}"; do
         "--mca btl_ofi_inject_eagain 200 --mca btl_ofi_progress_batch 1" "$((SEED + 2))" -e 8)"
     record "$(stress stress-atomic-emulation "$prov" 2 240 "--mca btl_ofi_force_atomic_emulation 1" \
         "$((SEED + 3))" -e 8)"
+    # read_proof: the completion mode for providers without delivery-complete
+    # (put callbacks wait for a proof read; flush proves non-fetching atomics)
+    record "$(stress stress-3r-read-proof "$prov" 3 240 "--mca btl_ofi_completion read_proof" \
+        "$((SEED + 5))" -e 8 -f create,dynamic,allocate)"
     if [ "$prov" = sockets ]; then
         record "$(cq_error_run "$prov" "$((SEED + 4))")"
     fi
