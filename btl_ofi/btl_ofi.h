@@ -168,6 +168,9 @@ typedef struct mca_btl_ofi_op_t {
     uint64_t fetched;
     mca_btl_ofi_emulation_t emu;
     struct mca_btl_ofi_op_t *parent; /**< MCA_BTL_OFI_OP_PUT_PROOF: the put it proves */
+    /** MCA_BTL_OFI_OP_UNPROVEN_PUT: completions still to come (its own and its proof's) */
+    atomic_int pending;
+    int status; /**< MCA_BTL_OFI_OP_UNPROVEN_PUT: first error of the two, else OPAL_SUCCESS */
 } mca_btl_ofi_op_t;
 OBJ_CLASS_DECLARATION(mca_btl_ofi_op_t);
 
@@ -435,10 +438,14 @@ void mca_btl_ofi_defer(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op);
 /* ---- RMA (btl_ofi_rdma.c) ---------------------------------------------- */
 
 /**
- * prove_remote: a put's transmit completion arrived; post the read that
- * proves it landed (its callback runs when that read completes).
+ * prove_remote: post the read that proves a just-posted put landed (ordered
+ * after it by FI_ORDER_RMA_RAW). The put's callback runs once both its own
+ * completion and the proof's have arrived; -FI_EAGAIN defers the proof.
  */
 void mca_btl_ofi_put_proof_post(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *put);
+
+/** One of an unproven put's two completions (its own or its proof's) arrived. */
+void mca_btl_ofi_put_part_done(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *put, int status);
 
 /**
  * Put size bytes from local_address to remote_address at endpoint (btl.h contract).

@@ -99,18 +99,14 @@ void mca_btl_ofi_op_complete(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
         break;
     case MCA_BTL_OFI_OP_UNPROVEN_PUT:
         /* Only sent so far: osc/rdma may act on this callback (it releases its
-         * accumulate lock), so it waits until a read proves the data landed. */
-        if (OPAL_SUCCESS == status) {
-            mca_btl_ofi_put_proof_post(module, op);
-            return;
-        }
-        break;
+         * accumulate lock), so it also waits for the read proving the data landed. */
+        mca_btl_ofi_put_part_done(module, op, status);
+        return;
     case MCA_BTL_OFI_OP_PUT_PROOF: {
         mca_btl_ofi_op_t *put = op->parent;
 
         mca_btl_ofi_op_release(module, op);
-        put->kind = MCA_BTL_OFI_OP_RMA;
-        mca_btl_ofi_op_complete(module, put, status);
+        mca_btl_ofi_put_part_done(module, put, status);
         return;
     }
     default:

@@ -7,8 +7,8 @@
  * ordering (FI_ORDER_RMA_RAW / FI_ORDER_ATOMIC_RAW) makes a read complete
  * only after the earlier writes and atomics to that peer landed, so:
  *  - a put's callback runs only after a read of the peer's proof word,
- *    posted when the put's own (transmit) completion arrives: osc/rdma acts
- *    on put callbacks (it releases its accumulate lock there), and without
+ *    posted right behind the put, has completed as well: osc/rdma acts on
+ *    put callbacks (it releases its accumulate lock there), and without
  *    this another rank could take the lock and read the old data;
  *  - flush does an atomic read (FI_ATOMIC_READ) of the proof word of every
  *    peer that non-fetching atomics went to since the last proof.
@@ -85,11 +85,16 @@ static int mca_btl_ofi_rma(mca_btl_ofi_module_t *module, const mca_btl_ofi_rma_k
     if (OPAL_UNLIKELY(NULL == op)) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
+    atomic_store(&op->pending, 2);
+    op->status = OPAL_SUCCESS;
     posted = kind->post(module->ep, local_address, size, mca_btl_ofi_local_desc(local_handle),
                         endpoint->peer_addr, target, mca_btl_ofi_inject_key(remote_handle->key),
                         &op->fi_ctx);
     rc = mca_btl_ofi_post_result(module, op, posted, kind->name);
     if (OPAL_SUCCESS == rc) {
+        if (MCA_BTL_OFI_OP_UNPROVEN_PUT == op->kind) {
+            mca_btl_ofi_put_proof_post(module, op);
+        }
         mca_btl_ofi_count(kind->ops_counter, 1);
         mca_btl_ofi_count(kind->bytes_counter, size);
     }
@@ -155,8 +160,18 @@ void mca_btl_ofi_put_proof_post(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *
     }
     opal_output_verbose(1, mca_btl_ofi_output, "btl:ofi: fi_read (put proof) failed: %s (%zd)",
                         fi_strerror((int)-rc), rc);
-    put->kind = MCA_BTL_OFI_OP_RMA;
-    mca_btl_ofi_op_complete(module, put, OPAL_ERROR);
+    mca_btl_ofi_put_part_done(module, put, OPAL_ERROR);
+}
+
+void mca_btl_ofi_put_part_done(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *put, int status)
+{
+    if (OPAL_SUCCESS != status) {
+        put->status = status; /* either error fails the put */
+    }
+    if (1 == atomic_fetch_sub(&put->pending, 1)) {
+        put->kind = MCA_BTL_OFI_OP_RMA;
+        mca_btl_ofi_op_complete(module, put, put->status);
+    }
 }
 
 static void mca_btl_ofi_drain(mca_btl_ofi_module_t *module)
