@@ -351,17 +351,15 @@ static int mca_btl_ofi_atomic(mca_btl_ofi_module_t *module,
     }
 
     op->operand = operand;
-    if (!fetching) {
-        /* Its completion says nothing about the target: flush proves it
-         * (prove_remote). A fetching atomic's result is its own proof. */
-        atomic_store_explicit(&endpoint->unproven, true, memory_order_relaxed);
-    }
     if (fetching) {
+        /* the fetched result is its own proof of remote completion */
         rc = fi_fetch_atomic(module->ep, &op->operand, 1, NULL, local_address,
                              mca_btl_ofi_local_desc(local_handle), endpoint->peer_addr, target,
                              remote_handle->key, mca_btl_ofi_atomic_dt[dt],
                              mca_btl_ofi_atomic_table[mca_op].fi_op, &op->fi_ctx);
     } else {
+        /* Its completion says nothing about the target: flush proves it (prove_remote). */
+        atomic_store_explicit(&endpoint->unproven, true, memory_order_relaxed);
         rc = fi_atomic(module->ep, &op->operand, 1, NULL, endpoint->peer_addr, target,
                        remote_handle->key, mca_btl_ofi_atomic_dt[dt],
                        mca_btl_ofi_atomic_table[mca_op].fi_op, &op->fi_ctx);

@@ -85,8 +85,11 @@ static int mca_btl_ofi_rma(mca_btl_ofi_module_t *module, const mca_btl_ofi_rma_k
     if (OPAL_UNLIKELY(NULL == op)) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    atomic_store(&op->pending, 2);
-    op->status = OPAL_SUCCESS;
+    if (MCA_BTL_OFI_OP_UNPROVEN_PUT == op->kind) {
+        /* not shared with progress before it is posted */
+        atomic_store_explicit(&op->pending, 2, memory_order_relaxed);
+        op->status = OPAL_SUCCESS;
+    }
     posted = kind->post(module->ep, local_address, size, mca_btl_ofi_local_desc(local_handle),
                         endpoint->peer_addr, target, mca_btl_ofi_inject_key(remote_handle->key),
                         &op->fi_ctx);

@@ -344,16 +344,8 @@ static int run(soak_ctx_t *ctx)
                    : 0 == live_during ? "no btl_ofi registration while a window existed"
                                       : "fewer btl_ofi operations than remote MPI operations");
         }
-        printf("RESULT %s mismatches=%ld registrations_live=%lu\n",
-               (wrong_total || live) ? "FAILED"
-               : not_ours            ? "WRONG_PATH"
-                                     : "PASSED",
-               wrong_total, live);
     }
-    if (wrong_total || live) {
-        return STRESS_EXIT_WRONG;
-    }
-    return not_ours ? STRESS_EXIT_NOT_OURS : STRESS_EXIT_PASS;
+    return stress_verdict(0 == ctx->rank, wrong_total, live, not_ours);
 }
 
 int main(int argc, char **argv)

@@ -303,16 +303,8 @@ static int run(threads_ctx_t *ctx)
             printf("NOT CARRIED BY btl-ofi: counters absent or fewer btl_ofi operations than "
                    "remote MPI operations\n");
         }
-        printf("RESULT %s mismatches=%ld registrations_live=%lu\n",
-               (wrong_total || live) ? "FAILED"
-               : not_ours            ? "WRONG_PATH"
-                                     : "PASSED",
-               wrong_total, live);
     }
-    if (wrong_total || live) {
-        return STRESS_EXIT_WRONG;
-    }
-    return not_ours ? STRESS_EXIT_NOT_OURS : STRESS_EXIT_PASS;
+    return stress_verdict(0 == ctx->rank, wrong_total, live, not_ours);
 }
 
 int main(int argc, char **argv)

@@ -3,6 +3,7 @@
 
 #include "ofi_pvars.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -122,4 +123,19 @@ void stress_pvar_stop(stress_pvar_t *pv)
         MPI_T_finalize();
     }
     pv->found = 0;
+}
+
+int stress_verdict(int print, long wrong_total, unsigned long live, int not_ours)
+{
+    if (print) {
+        printf("RESULT %s mismatches=%ld registrations_live=%lu\n",
+               (wrong_total || live) ? "FAILED"
+               : not_ours            ? "WRONG_PATH"
+                                     : "PASSED",
+               wrong_total, live);
+    }
+    if (wrong_total || live) {
+        return STRESS_EXIT_WRONG;
+    }
+    return not_ours ? STRESS_EXIT_NOT_OURS : STRESS_EXIT_PASS;
 }

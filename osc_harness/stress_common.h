@@ -49,4 +49,11 @@ int stress_pvar_start(stress_pvar_t *pv, const char *name);
 unsigned long stress_pvar_value(stress_pvar_t *pv);
 void stress_pvar_stop(stress_pvar_t *pv);
 
+/**
+ * The RESULT line of osc_soak and osc_threads (printed when print is set) and
+ * their exit code: wrong data or registrations left live fail, then a run not
+ * carried by btl-ofi, else pass.
+ */
+int stress_verdict(int print, long wrong_total, unsigned long live, int not_ours);
+
 #endif
