@@ -29,8 +29,9 @@
 #include "opal/mca/btl/base/base.h"
 #include "opal/mca/btl/btl.h"
 #include "opal/mca/base/mca_base_var_enum.h"
-#include "opal/threads/mutex.h"
 #include "opal/util/output.h"
+
+#include "btl_ofi_compat.h"
 
 BEGIN_C_DECLS
 
@@ -39,6 +40,32 @@ BEGIN_C_DECLS
 #define MCA_BTL_OFI_MAJOR_VERSION 0
 #define MCA_BTL_OFI_MINOR_VERSION 1
 #define MCA_BTL_OFI_RELEASE_VERSION 0
+
+/*
+ * The component's name: "ofi" where it replaces Open MPI's own btl/ofi (an
+ * in-tree build); the standalone build names it otherwise (configure.ac), so
+ * that it loads beside a btl/ofi built into Open MPI. Its MCA parameters are
+ * btl_<name>_*.
+ */
+#ifndef MCA_BTL_OFI_COMPONENT_NAME
+#    define MCA_BTL_OFI_COMPONENT_NAME "ofi"
+#endif
+
+/*
+ * Visibility of mca_btl_ofi_component. In-tree it is the symbol Open MPI looks
+ * up. Standalone, Open MPI looks up mca_btl_<name>_component (an alias, see
+ * btl_ofi_component.c) and everything else stays inside the DSO: Open MPI 5
+ * links its own btl/ofi into libopen-pal, whose exported mca_btl_ofi_* symbols
+ * would otherwise be bound in place of ours (NOTES.txt section 12).
+ */
+#ifdef MCA_BTL_OFI_COMPONENT_SYMBOL
+#    define MCA_BTL_OFI_COMPONENT_DECLSPEC __opal_attribute_visibility__("hidden")
+#else
+#    define MCA_BTL_OFI_COMPONENT_DECLSPEC OPAL_DECLSPEC
+#endif
+
+/* Prefix of the component's verbose output: "btl:<name>: ". */
+#define MCA_BTL_OFI_LOG "btl:" MCA_BTL_OFI_COMPONENT_NAME ": "
 
 /* Oldest libfabric API the component asks for. */
 #define MCA_BTL_OFI_FI_VERSION FI_VERSION(1, 5)
@@ -225,7 +252,8 @@ typedef struct mca_btl_ofi_component_t {
     char *provider_exclude;
     char *mr_mode_text;
     uint64_t mr_mode_allowed; /**< parsed from mr_mode_text at init */
-    int completion;
+    char *completion_text;
+    int completion; /**< parsed from completion_text at init */
     int progress_batch;
     int op_free_list_max;
     bool force_atomic_emulation;
@@ -238,7 +266,7 @@ typedef struct mca_btl_ofi_component_t {
     mca_btl_ofi_module_t *module;
 } mca_btl_ofi_component_t;
 
-OPAL_MODULE_DECLSPEC extern mca_btl_ofi_component_t mca_btl_ofi_component;
+MCA_BTL_OFI_COMPONENT_DECLSPEC extern mca_btl_ofi_component_t mca_btl_ofi_component;
 /** Names of btl_ofi_completion values, terminated by {0, NULL}. */
 extern const mca_base_var_enum_value_t mca_btl_ofi_completion_values[];
 extern mca_btl_ofi_module_t mca_btl_ofi_module_template;
@@ -265,7 +293,7 @@ int mca_btl_ofi_pvar_register(void);
  *
  * @param enable_mpi_threads (IN) whether MPI_THREAD_MULTIPLE was requested
  * @retval a duplicated fi_info the caller frees with fi_freeinfo, or NULL
- *         after a show_help message explaining why nothing qualifies
+ *         after recording why nothing qualifies (mca_btl_ofi_decline)
  */
 struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads);
 
@@ -290,7 +318,7 @@ const char *mca_btl_ofi_mr_mode_str(uint64_t mr_mode, char *buf, size_t len);
  *
  * @param module (IN/OUT) module whose fids are filled on success
  * @param info   (IN)     selected provider; ownership passes to the module
- * @retval OPAL_SUCCESS or an OPAL error after a show_help message
+ * @retval OPAL_SUCCESS, or an OPAL error after mca_btl_ofi_decline
  */
 int mca_btl_ofi_device_open(mca_btl_ofi_module_t *module, struct fi_info *info);
 
@@ -303,7 +331,7 @@ void mca_btl_ofi_device_close(mca_btl_ofi_module_t *module);
  * Publish this process's libfabric address, provider name and proof-word handle.
  *
  * @param module (IN) the opened module
- * @retval OPAL_SUCCESS, or an OPAL error after a show_help message
+ * @retval OPAL_SUCCESS, or an OPAL error after mca_btl_ofi_decline
  */
 int mca_btl_ofi_modex_send(mca_btl_ofi_module_t *module);
 /**

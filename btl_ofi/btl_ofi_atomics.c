@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "opal/util/show_help.h"
+#include "btl_ofi_report.h"
 
 typedef struct mca_btl_ofi_atomic_desc_t {
     bool valid;
@@ -94,7 +94,7 @@ static uint32_t mca_btl_ofi_atomics_advertise(const mca_btl_ofi_atomic_caps_t *c
                  mca_btl_ofi_atomic_table[op].name);
     }
     opal_output_verbose(
-        10, mca_btl_ofi_output, "btl:ofi: 64-bit atomics native: %s; through compare-and-swap: %s",
+        10, mca_btl_ofi_output, MCA_BTL_OFI_LOG "64-bit atomics native: %s; through compare-and-swap: %s",
         native_ops[0] ? native_ops : "none", emulated_ops[0] ? emulated_ops : "none");
     if (caps->cswap[1]) {
         /* 32-bit ops are served natively or through a 32-bit compare-and-swap loop. */
@@ -129,8 +129,7 @@ int mca_btl_ofi_atomics_probe(mca_btl_ofi_module_t *module)
 
     /* osc/rdma needs 64-bit fetch-and-add and compare-and-swap at the very least. */
     if (!caps->cswap[0]) {
-        opal_show_help("help-mpi-btl-ofi.txt", "atomics-missing", true, opal_process_info.nodename,
-                       module->info->fabric_attr->prov_name);
+        mca_btl_ofi_decline("atomics-missing", module->info->fabric_attr->prov_name, NULL);
         return OPAL_ERR_NOT_SUPPORTED;
     }
 
@@ -237,7 +236,7 @@ void mca_btl_ofi_emulation_post(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *
         return;
     }
     opal_output_verbose(1, mca_btl_ofi_output,
-                        "btl:ofi: fi_compare_atomic (emulated %s) failed: %s",
+                        MCA_BTL_OFI_LOG "fi_compare_atomic (emulated %s) failed: %s",
                         mca_btl_ofi_atomic_table[op->emu.op].name, fi_strerror((int)-rc));
     mca_btl_ofi_op_complete(module, op, OPAL_ERROR);
 }

@@ -14,6 +14,8 @@
 #include "opal/mca/base/mca_base_var_enum.h"
 #include "opal/util/show_help.h"
 
+#include "btl_ofi_report.h"
+
 static int mca_btl_ofi_component_register(void);
 static int mca_btl_ofi_component_open(void);
 static int mca_btl_ofi_component_close(void);
@@ -25,8 +27,8 @@ static int mca_btl_ofi_component_progress(void);
 mca_btl_ofi_component_t mca_btl_ofi_component = {
     .super = {
         .btl_version = {
-            MCA_BTL_BASE_VERSION_3_1_0,
-            .mca_component_name = "ofi",
+            MCA_BTL_OFI_BASE_VERSION,
+            .mca_component_name = MCA_BTL_OFI_COMPONENT_NAME,
             MCA_BASE_MAKE_VERSION(component, MCA_BTL_OFI_MAJOR_VERSION,
                                   MCA_BTL_OFI_MINOR_VERSION, MCA_BTL_OFI_RELEASE_VERSION),
             .mca_open_component = mca_btl_ofi_component_open,
@@ -41,6 +43,12 @@ mca_btl_ofi_component_t mca_btl_ofi_component = {
     },
 };
 /* clang-format on */
+
+#ifdef MCA_BTL_OFI_COMPONENT_SYMBOL
+/* Open MPI finds a component in its DSO by the symbol mca_btl_<name>_component. */
+extern mca_btl_ofi_component_t MCA_BTL_OFI_COMPONENT_SYMBOL
+    __attribute__((alias("mca_btl_ofi_component"), visibility("default")));
+#endif
 
 const mca_base_var_enum_value_t mca_btl_ofi_completion_values[] = {
     {MCA_BTL_OFI_COMPLETION_AUTO, "auto"},
@@ -151,20 +159,66 @@ static int mca_btl_ofi_register_string(const char *name, const char *help, char 
                                            MCA_BASE_VAR_SCOPE_READONLY, storage);
 }
 
-static int mca_btl_ofi_register_int(const char *name, const char *help, int value,
-                                    mca_base_var_enum_t *enumerator, int *storage)
+/* "auto, delivery, read_proof, local": the valid values of btl_ofi_completion (caller frees). */
+static char *mca_btl_ofi_completion_names(void)
 {
-    *storage = value;
-    return mca_base_component_var_register(&mca_btl_ofi_component.super.btl_version, name, help,
-                                           MCA_BASE_VAR_TYPE_INT, enumerator, 0, 0, OPAL_INFO_LVL_4,
-                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
+    size_t len = 1;
+    char *names;
+
+    for (int i = 0; NULL != mca_btl_ofi_completion_values[i].string; ++i) {
+        len += strlen(mca_btl_ofi_completion_values[i].string) + 2;
+    }
+    names = calloc(1, len);
+    for (int i = 0; NULL != names && NULL != mca_btl_ofi_completion_values[i].string; ++i) {
+        strcat(strcat(names, i ? ", " : ""), mca_btl_ofi_completion_values[i].string);
+    }
+    return names;
+}
+
+/*
+ * btl_ofi_completion is registered as a string and matched here, like the
+ * integer parameters: for an unknown value Open MPI's enumerator prints its own
+ * message from every rank (through the show_help path that mpirun 4.1 mishandles,
+ * NOTES.txt section 11) and silently keeps the default.
+ */
+static bool mca_btl_ofi_parse_completion(const char *text, int *out)
+{
+    for (int i = 0; NULL != text && NULL != mca_btl_ofi_completion_values[i].string; ++i) {
+        if (0 == strcmp(text, mca_btl_ofi_completion_values[i].string)) {
+            *out = mca_btl_ofi_completion_values[i].value;
+            return true;
+        }
+    }
+    return false;
+}
+
+static void mca_btl_ofi_register_completion(void)
+{
+    char *names = mca_btl_ofi_completion_names(), *help = NULL;
+
+    mca_btl_ofi_component.completion_text = "auto";
+    if (0 > asprintf(&help,
+                     "How remote completion is proven: delivery (FI_DELIVERY_COMPLETE on every "
+                     "operation), read_proof (a read ordered after each put, and after atomics at "
+                     "flush, relying on the provider's read-after-write ordering), auto (delivery "
+                     "when the provider grants it, else read_proof). local is a debug setting "
+                     "that breaks MPI semantics: flush then waits for local completions only "
+                     "(one of: %s)",
+                     names ? names : "?")) {
+        help = NULL;
+    }
+    (void)mca_base_component_var_register(&mca_btl_ofi_component.super.btl_version, "completion",
+                                          help ? help : "How remote completion is proven",
+                                          MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4,
+                                          MCA_BASE_VAR_SCOPE_READONLY,
+                                          &mca_btl_ofi_component.completion_text);
+    free(help);
+    free(names);
 }
 
 static int mca_btl_ofi_component_register(void)
 {
     mca_btl_ofi_component.mr_mode_text = "virt_addr,prov_key,allocated";
-    mca_base_var_enum_t *completion_enum = NULL;
-    int rc;
 
     mca_btl_ofi_register_string(
         "provider_include",
@@ -185,20 +239,7 @@ static int mca_btl_ofi_component_register(void)
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_btl_ofi_component.mr_mode_text);
 
-    rc = mca_base_var_enum_create("btl_ofi_completion", mca_btl_ofi_completion_values,
-                                  &completion_enum);
-    if (OPAL_SUCCESS != rc) {
-        return rc;
-    }
-    mca_btl_ofi_register_int(
-        "completion",
-        "How remote completion is proven: delivery (FI_DELIVERY_COMPLETE on every operation), "
-        "read_proof (flush reads from each written peer after the writes, relying on the "
-        "provider's read-after-write ordering), auto (delivery when the provider grants it). "
-        "local is a debug setting that breaks MPI semantics: flush then waits for local "
-        "completions only",
-        MCA_BTL_OFI_COMPLETION_AUTO, completion_enum, &mca_btl_ofi_component.completion);
-    OBJ_RELEASE(completion_enum);
+    mca_btl_ofi_register_completion();
 
     mca_btl_ofi_register_int_params();
 
@@ -234,25 +275,45 @@ static int mca_btl_ofi_component_close(void)
 
 static bool mca_btl_ofi_params_valid(void)
 {
+    char name[64];
+
     if (OPAL_SUCCESS != mca_btl_ofi_mr_mode_parse(mca_btl_ofi_component.mr_mode_text,
                                                   &mca_btl_ofi_component.mr_mode_allowed)) {
-        opal_show_help("help-mpi-btl-ofi.txt", "bad-mr-mode", true, opal_process_info.nodename,
-                       mca_btl_ofi_component.mr_mode_text ? mca_btl_ofi_component.mr_mode_text
-                                                          : "");
+        mca_btl_ofi_decline("bad-mr-mode", mca_btl_ofi_param_name("mr_mode", name, sizeof(name)),
+                            mca_btl_ofi_component.mr_mode_text, NULL);
+        return false;
+    }
+    if (!mca_btl_ofi_parse_completion(mca_btl_ofi_component.completion_text,
+                                      &mca_btl_ofi_component.completion)) {
+        char *names = mca_btl_ofi_completion_names();
+        mca_btl_ofi_decline("bad-choice", mca_btl_ofi_param_name("completion", name, sizeof(name)),
+                            mca_btl_ofi_component.completion_text
+                                ? mca_btl_ofi_component.completion_text
+                                : "",
+                            names ? names : "?", NULL);
+        free(names);
         return false;
     }
     for (size_t i = 0; i < MCA_BTL_OFI_NUM_INT_PARAMS; ++i) {
         const mca_btl_ofi_int_param_t *param = &mca_btl_ofi_int_params[i];
+        char min[16], max[16];
+
         if (!mca_btl_ofi_parse_int(param, param->value)) {
-            opal_show_help("help-mpi-btl-ofi.txt", "param-out-of-range", true,
-                           opal_process_info.nodename, param->name, param->text ? param->text : "",
-                           param->min, param->max);
+            snprintf(min, sizeof(min), "%d", param->min);
+            snprintf(max, sizeof(max), "%d", param->max);
+            mca_btl_ofi_decline("param-out-of-range",
+                                mca_btl_ofi_param_name(param->name, name, sizeof(name)),
+                                param->text ? param->text : "", min, max, NULL);
             return false;
         }
     }
     return true;
 }
 
+/*
+ * A process that declines still returns a module: the reporter, which shows the
+ * reason once per job after the modex (btl_ofi_report.h) and carries nothing.
+ */
 static mca_btl_base_module_t **
 mca_btl_ofi_component_init(int *num_btls, bool enable_progress_threads, bool enable_mpi_threads)
 {
@@ -264,12 +325,12 @@ mca_btl_ofi_component_init(int *num_btls, bool enable_progress_threads, bool ena
     *num_btls = 0;
 
     if (!mca_btl_ofi_params_valid()) {
-        return NULL;
+        return mca_btl_ofi_reporter(num_btls);
     }
 
     info = mca_btl_ofi_discover(enable_mpi_threads);
     if (NULL == info) {
-        return NULL;
+        return mca_btl_ofi_reporter(num_btls);
     }
 
     modules = malloc(sizeof(*modules));
@@ -289,7 +350,7 @@ mca_btl_ofi_component_init(int *num_btls, bool enable_progress_threads, bool ena
         /* finalize undoes whatever part of the setup happened, and frees the module */
         mca_btl_ofi_finalize(&module->super);
         free(modules);
-        return NULL;
+        return mca_btl_ofi_reporter(num_btls);
     }
 
     mca_btl_ofi_component.module = module;

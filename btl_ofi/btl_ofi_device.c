@@ -7,12 +7,11 @@
 
 #include <string.h>
 
-#include "opal/util/show_help.h"
+#include "btl_ofi_report.h"
 
 static int mca_btl_ofi_device_error(const mca_btl_ofi_module_t *module, const char *call, int rc)
 {
-    opal_show_help("help-mpi-btl-ofi.txt", "device-failed", true, opal_process_info.nodename,
-                   module->info->fabric_attr->prov_name, call, fi_strerror(-rc), rc);
+    mca_btl_ofi_decline_fi_call(module->info->fabric_attr->prov_name, call, rc);
     return OPAL_ERROR;
 }
 
@@ -47,6 +46,10 @@ static void mca_btl_ofi_negotiated(mca_btl_ofi_module_t *module)
     module->delivery_complete = !!(info->tx_attr->op_flags & FI_DELIVERY_COMPLETE);
     module->prove_remote = !module->delivery_complete &&
                            MCA_BTL_OFI_COMPLETION_LOCAL != mca_btl_ofi_component.completion;
+    if (!module->delivery_complete && !module->prove_remote) {
+        /* the debug completion mode "local": callbacks prove nothing remote */
+        module->super.btl_flags &= ~MCA_BTL_OFI_FLAG_REMOTE_COMPLETION;
+    }
     module->local_only = mca_btl_ofi_local_only(info);
     /* BTL-chosen keys must fit the provider's key size; key 0 is never handed out. */
     module->key_mask =
@@ -159,7 +162,7 @@ static void mca_btl_ofi_close_fid(struct fid **fid, const char *what)
     }
     rc = fi_close(*fid);
     if (0 != rc) {
-        opal_output_verbose(1, mca_btl_ofi_output, "btl:ofi: closing the %s failed: %s", what,
+        opal_output_verbose(1, mca_btl_ofi_output, MCA_BTL_OFI_LOG "closing the %s failed: %s", what,
                             fi_strerror(-rc));
     }
     *fid = NULL;

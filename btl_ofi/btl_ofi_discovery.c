@@ -3,7 +3,7 @@
  *
  * Builds the fi_getinfo hints (RDM, RMA + atomics, the MR mode bits the MCA
  * parameter allows, the completion semantics), applies the include/exclude
- * lists and explains, through show_help, why nothing qualified.
+ * lists and records (btl_ofi_report.h) why nothing qualified.
  */
 
 #include "btl_ofi.h"
@@ -14,7 +14,8 @@
 #include <string.h>
 
 #include "opal/util/argv.h"
-#include "opal/util/show_help.h"
+
+#include "btl_ofi_report.h"
 
 /* Every MR mode bit libfabric 1.x defines: asked for only to explain refusals. */
 #define MCA_BTL_OFI_MR_ALL                                                                         \
@@ -59,7 +60,7 @@ static const struct {
 } mca_btl_ofi_quirks[] = {
     {
         .prov_name = "udp;ofi_rxd",
-        .last_bad_version = FI_VERSION(117, 0),
+        .last_bad_version = FI_VERSION(201, 0), /* checked on libfabric 1.17 and 2.1 */
         .reason = "its atomics crash inside libfabric (segmentation fault when an atomic is the "
                   "first operation to a peer or follows a multi-packet write; reproduced without "
                   "MPI by tools/rxd_atomic_repro.c)",
@@ -128,16 +129,16 @@ static bool mca_btl_ofi_split(const char *value, bool (*item_ok)(const char *), 
     return true;
 }
 
-/* A provider list; on a malformed one shows help and returns false. */
-static bool mca_btl_ofi_parse_list(const char *param, const char *value, char ***out)
+/* A provider list (parameter provider_<which>); a malformed one declines and returns false. */
+static bool mca_btl_ofi_parse_list(const char *which, const char *value, char ***out)
 {
-    char *bad;
+    char param[64], *bad;
 
     if (mca_btl_ofi_split(value, mca_btl_ofi_name_ok, out, &bad)) {
         return true;
     }
-    opal_show_help("help-mpi-btl-ofi.txt", "malformed-list", true, opal_process_info.nodename,
-                   param, value, bad ? bad : "");
+    mca_btl_ofi_decline("malformed-list", mca_btl_ofi_param_name(which, param, sizeof(param)),
+                        value, bad ? bad : "", NULL);
     free(bad);
     return false;
 }
@@ -261,38 +262,95 @@ static char *mca_btl_ofi_provider_names(const struct fi_info *all)
     return joined;
 }
 
+/*
+ * What an RDM provider of this name lacks of FI_RMA and FI_ATOMIC, e.g.
+ * "FI_ATOMIC" for libfabric 2.x's plain tcp; NULL when libfabric has no RDM
+ * provider of that name at all.
+ */
+static const char *mca_btl_ofi_missing_caps(const char *name)
+{
+    struct fi_info *hints = fi_allocinfo(), *list = NULL;
+    uint64_t caps = 0;
+    bool found = false;
+
+    if (NULL == hints || NULL == (hints->fabric_attr->prov_name = strdup(name))) {
+        fi_freeinfo(hints);
+        return NULL;
+    }
+    hints->mode = FI_CONTEXT | FI_CONTEXT2;
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->domain_attr->mr_mode = (int)MCA_BTL_OFI_MR_ALL;
+    if (0 == fi_getinfo(MCA_BTL_OFI_FI_VERSION, NULL, NULL, 0, hints, &list)) {
+        for (const struct fi_info *cur = list; cur; cur = cur->next) {
+            if (0 == strcmp(cur->fabric_attr->prov_name, name)) {
+                found = true;
+                caps |= cur->caps;
+            }
+        }
+    }
+    fi_freeinfo(list);
+    fi_freeinfo(hints);
+    if (!found) {
+        return NULL;
+    }
+    if (!(caps & FI_RMA)) {
+        return (caps & FI_ATOMIC) ? "FI_RMA" : "FI_RMA and FI_ATOMIC";
+    }
+    return (caps & FI_ATOMIC) ? "the combination btl-ofi asks for" : "FI_ATOMIC";
+}
+
 static bool mca_btl_ofi_check_include(const mca_btl_ofi_filter_t *filter, const struct fi_info *all)
 {
     for (int i = 0; filter->include && filter->include[i]; ++i) {
+        const char *name = filter->include[i], *lacks;
         bool found = false;
+        char *names, param[64];
+
         for (const struct fi_info *cur = all; cur && !found; cur = cur->next) {
-            found = 0 == strcmp(cur->fabric_attr->prov_name, filter->include[i]);
+            found = 0 == strcmp(cur->fabric_attr->prov_name, name);
         }
-        if (!found) {
-            char *names = mca_btl_ofi_provider_names(all);
-            opal_show_help("help-mpi-btl-ofi.txt", "provider-not-found", true,
-                           opal_process_info.nodename, filter->include[i], names);
-            free(names);
-            return false;
+        if (found) {
+            continue;
         }
+        names = mca_btl_ofi_provider_names(all);
+        lacks = mca_btl_ofi_missing_caps(name);
+        if (NULL != lacks) {
+            mca_btl_ofi_decline("provider-lacks-caps", name, lacks, names, NULL);
+        } else {
+            mca_btl_ofi_decline("provider-not-found",
+                                mca_btl_ofi_param_name("provider_include", param, sizeof(param)),
+                                name, names, NULL);
+        }
+        free(names);
+        return false;
     }
     return true;
 }
 
-/* Nothing qualified: say why, naming the provider and what it asked for. */
+static const char *mca_btl_ofi_completion_setting(void)
+{
+    for (int i = 0; NULL != mca_btl_ofi_completion_values[i].string; ++i) {
+        if (mca_btl_ofi_completion_values[i].value == mca_btl_ofi_component.completion) {
+            return mca_btl_ofi_completion_values[i].string;
+        }
+    }
+    return "?";
+}
+
+/* Nothing qualified: record why, naming the provider and what it asked for. */
 static void mca_btl_ofi_explain(const mca_btl_ofi_filter_t *filter, const struct fi_info *all)
 {
-    const char *completion = "?";
-    char asked[128], allowed[128], served[128];
+    char asked[128], allowed[128], served[128], param[3][64];
     const char *fi_provider = getenv("FI_PROVIDER");
 
     for (const struct fi_info *cur = all; cur; cur = cur->next) {
         const char *quirk = mca_btl_ofi_quirk(cur);
         if (NULL != quirk && mca_btl_ofi_in_list(filter->include, cur->fabric_attr->prov_name)) {
-            opal_show_help("help-mpi-btl-ofi.txt", "provider-broken", true,
-                           opal_process_info.nodename, cur->fabric_attr->prov_name,
-                           FI_MAJOR(cur->fabric_attr->prov_version),
-                           FI_MINOR(cur->fabric_attr->prov_version), quirk);
+            char version[32];
+            snprintf(version, sizeof(version), "%u.%u", FI_MAJOR(cur->fabric_attr->prov_version),
+                     FI_MINOR(cur->fabric_attr->prov_version));
+            mca_btl_ofi_decline("provider-broken", cur->fabric_attr->prov_name, version, quirk,
+                                NULL);
             return;
         }
     }
@@ -302,25 +360,23 @@ static void mca_btl_ofi_explain(const mca_btl_ofi_filter_t *filter, const struct
             continue;
         }
         if (mode & ~mca_btl_ofi_component.mr_mode_allowed) {
-            opal_show_help("help-mpi-btl-ofi.txt", "mr-mode-declined", true,
-                           opal_process_info.nodename, cur->fabric_attr->prov_name,
-                           mca_btl_ofi_mr_mode_str(mode, asked, sizeof(asked)),
-                           mca_btl_ofi_mr_mode_str(mca_btl_ofi_component.mr_mode_allowed, allowed,
-                                                   sizeof(allowed)),
-                           mca_btl_ofi_mr_mode_str(MCA_BTL_OFI_MR_SERVED, served, sizeof(served)));
+            mca_btl_ofi_decline(
+                "mr-mode-declined", cur->fabric_attr->prov_name,
+                mca_btl_ofi_mr_mode_str(mode, asked, sizeof(asked)),
+                mca_btl_ofi_param_name("mr_mode", param[0], sizeof(param[0])),
+                mca_btl_ofi_mr_mode_str(mca_btl_ofi_component.mr_mode_allowed, allowed,
+                                        sizeof(allowed)),
+                mca_btl_ofi_mr_mode_str(MCA_BTL_OFI_MR_SERVED, served, sizeof(served)), NULL);
             return;
         }
     }
-    for (int i = 0; NULL != mca_btl_ofi_completion_values[i].string; ++i) {
-        if (mca_btl_ofi_completion_values[i].value == mca_btl_ofi_component.completion) {
-            completion = mca_btl_ofi_completion_values[i].string;
-        }
-    }
-    opal_show_help(
-        "help-mpi-btl-ofi.txt", "no-provider", true, opal_process_info.nodename,
+    mca_btl_ofi_decline(
+        "no-provider", mca_btl_ofi_param_name("provider_include", param[0], sizeof(param[0])),
         mca_btl_ofi_component.provider_include ? mca_btl_ofi_component.provider_include : "(all)",
+        mca_btl_ofi_param_name("provider_exclude", param[1], sizeof(param[1])),
         mca_btl_ofi_component.provider_exclude ? mca_btl_ofi_component.provider_exclude : "(none)",
-        completion, fi_provider ? fi_provider : "(not set)");
+        mca_btl_ofi_param_name("completion", param[2], sizeof(param[2])),
+        mca_btl_ofi_completion_setting(), fi_provider ? fi_provider : "(not set)", NULL);
 }
 
 const char *mca_btl_ofi_completion_name(const struct fi_info *info)
@@ -393,14 +449,17 @@ struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads)
 
     if (mca_btl_ofi_component.provider_include && *mca_btl_ofi_component.provider_include &&
         mca_btl_ofi_component.provider_exclude && *mca_btl_ofi_component.provider_exclude) {
-        opal_show_help("help-mpi-btl-ofi.txt", "include-exclude", true, opal_process_info.nodename,
-                       mca_btl_ofi_component.provider_include,
-                       mca_btl_ofi_component.provider_exclude);
+        char include[64], exclude[64];
+        mca_btl_ofi_decline("include-exclude",
+                            mca_btl_ofi_param_name("provider_include", include, sizeof(include)),
+                            mca_btl_ofi_component.provider_include,
+                            mca_btl_ofi_param_name("provider_exclude", exclude, sizeof(exclude)),
+                            mca_btl_ofi_component.provider_exclude, NULL);
         return NULL;
     }
-    if (!mca_btl_ofi_parse_list("btl_ofi_provider_include", mca_btl_ofi_component.provider_include,
+    if (!mca_btl_ofi_parse_list("provider_include", mca_btl_ofi_component.provider_include,
                                 &filter.include) ||
-        !mca_btl_ofi_parse_list("btl_ofi_provider_exclude", mca_btl_ofi_component.provider_exclude,
+        !mca_btl_ofi_parse_list("provider_exclude", mca_btl_ofi_component.provider_exclude,
                                 &filter.exclude)) {
         goto out;
     }
@@ -418,7 +477,7 @@ struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads)
     }
 
     opal_output_verbose(10, mca_btl_ofi_output,
-                        "btl:ofi: selected provider %s (fabric %s, domain %s), mr_mode %s, "
+                        MCA_BTL_OFI_LOG "selected provider %s (fabric %s, domain %s), mr_mode %s, "
                         "completion %s",
                         chosen->fabric_attr->prov_name, chosen->fabric_attr->name,
                         chosen->domain_attr->name,

@@ -9,8 +9,7 @@
 
 #include "opal/class/opal_bitmap.h"
 #include "opal/mca/hwloc/hwloc-internal.h"
-#include "opal/mca/pmix/pmix.h"
-#include "opal/util/show_help.h"
+#include "btl_ofi_report.h"
 
 #define MCA_BTL_OFI_PROV_NAME_MAX 64
 
@@ -39,8 +38,7 @@ int mca_btl_ofi_modex_send(mca_btl_ofi_module_t *module)
 
     rc = fi_getname(&module->ep->fid, NULL, &addrlen);
     if (-FI_ETOOSMALL != rc && 0 != rc) {
-        opal_show_help("help-mpi-btl-ofi.txt", "device-failed", true, opal_process_info.nodename,
-                       module->info->fabric_attr->prov_name, "fi_getname", fi_strerror(-rc), rc);
+        mca_btl_ofi_decline_fi_call(module->info->fabric_attr->prov_name, "fi_getname", rc);
         return OPAL_ERROR;
     }
     msg = calloc(1, sizeof(*msg) + addrlen);
@@ -49,8 +47,7 @@ int mca_btl_ofi_modex_send(mca_btl_ofi_module_t *module)
     }
     rc = fi_getname(&module->ep->fid, msg->addr, &addrlen);
     if (0 != rc) {
-        opal_show_help("help-mpi-btl-ofi.txt", "device-failed", true, opal_process_info.nodename,
-                       module->info->fabric_attr->prov_name, "fi_getname", fi_strerror(-rc), rc);
+        mca_btl_ofi_decline_fi_call(module->info->fabric_attr->prov_name, "fi_getname", rc);
         free(msg);
         return OPAL_ERROR;
     }
@@ -58,8 +55,8 @@ int mca_btl_ofi_modex_send(mca_btl_ofi_module_t *module)
     msg->proof_handle = module->proof_reg->handle;
     msg->addrlen = (uint32_t)addrlen;
 
-    OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &mca_btl_ofi_component.super.btl_version, msg,
-                    sizeof(*msg) + addrlen);
+    rc = mca_btl_ofi_compat_modex_send(&mca_btl_ofi_component.super.btl_version, msg,
+                                       sizeof(*msg) + addrlen);
     free(msg);
     return rc;
 }
@@ -87,14 +84,14 @@ static mca_btl_base_endpoint_t *mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t
                     &size);
     if (OPAL_SUCCESS != rc || NULL == msg || size < sizeof(*msg) ||
         size != sizeof(*msg) + msg->addrlen) {
-        opal_output_verbose(10, mca_btl_ofi_output, "btl:ofi: no usable modex data from %s",
+        opal_output_verbose(10, mca_btl_ofi_output, MCA_BTL_OFI_LOG "no usable modex data from %s",
                             OPAL_NAME_PRINT(proc->proc_name));
         free(msg);
         return NULL;
     }
     if (0 != strncmp(msg->provider, module->info->fabric_attr->prov_name, sizeof(msg->provider))) {
         opal_output_verbose(1, mca_btl_ofi_output,
-                            "btl:ofi: peer %s uses provider %.64s, this process %s: unreachable",
+                            MCA_BTL_OFI_LOG "peer %s uses provider %.64s, this process %s: unreachable",
                             OPAL_NAME_PRINT(proc->proc_name), msg->provider,
                             module->info->fabric_attr->prov_name);
         free(msg);
@@ -102,7 +99,7 @@ static mca_btl_base_endpoint_t *mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t
     }
     rc = fi_av_insert(module->av, msg->addr, 1, &addr, 0, NULL);
     if (1 != rc) {
-        opal_output_verbose(1, mca_btl_ofi_output, "btl:ofi: fi_av_insert for %s failed: %s",
+        opal_output_verbose(1, mca_btl_ofi_output, MCA_BTL_OFI_LOG "fi_av_insert for %s failed: %s",
                             OPAL_NAME_PRINT(proc->proc_name),
                             fi_strerror(rc < 0 ? -rc : FI_EINVAL));
         free(msg);

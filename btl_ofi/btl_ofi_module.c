@@ -11,7 +11,7 @@
 /* The flags this BTL can honour; a btl_ofi_flags setting cannot add others. */
 #define MCA_BTL_OFI_FLAGS_SERVED                                                                   \
     (MCA_BTL_FLAGS_RDMA | MCA_BTL_FLAGS_ATOMIC_OPS | MCA_BTL_FLAGS_ATOMIC_FOPS |                   \
-     MCA_BTL_FLAGS_RDMA_FLUSH)
+     MCA_BTL_FLAGS_RDMA_FLUSH | MCA_BTL_OFI_FLAG_REMOTE_COMPLETION)
 
 /* How long finalize waits for operations still in flight before it gives up on them. */
 #define MCA_BTL_OFI_DRAIN_SECONDS 10
@@ -21,8 +21,8 @@ mca_btl_ofi_module_t mca_btl_ofi_module_template = {
     .super = {
         .btl_component = &mca_btl_ofi_component.super,
         .btl_exclusivity = MCA_BTL_EXCLUSIVITY_LOW,
-        /* osc/rdma takes the qualifying BTL with the lowest latency; btl/vader says 1. */
-        .btl_latency = 0,
+        /* osc/rdma takes the qualifying BTL with the lowest latency (btl_ofi_compat.h) */
+        .btl_latency = MCA_BTL_OFI_LATENCY,
         .btl_bandwidth = 10000,
         .btl_flags = MCA_BTL_OFI_FLAGS_SERVED,
         .btl_registration_handle_size = sizeof(mca_btl_base_registration_handle_t),
@@ -72,7 +72,7 @@ static void mca_btl_ofi_drain_bounded(mca_btl_ofi_module_t *module)
     }
     if (atomic_load(&module->outstanding) > 0) {
         opal_output_verbose(1, mca_btl_ofi_output,
-                            "btl:ofi: finalize abandons %ld operations that did not complete",
+                            MCA_BTL_OFI_LOG "finalize abandons %ld operations that did not complete",
                             (long)atomic_load(&module->outstanding));
     }
 }

@@ -45,7 +45,7 @@ static int mca_btl_ofi_mr_reg(mca_btl_ofi_module_t *module, void *base, size_t s
     }
     if (0 != rc) {
         opal_output_verbose(1, mca_btl_ofi_output,
-                            "btl:ofi: fi_mr_reg of %zu bytes at %p failed: %s", size, base,
+                            MCA_BTL_OFI_LOG "fi_mr_reg of %zu bytes at %p failed: %s", size, base,
                             fi_strerror(-rc));
         reg->mr = NULL;
         return OPAL_ERROR;
@@ -77,7 +77,7 @@ void mca_btl_ofi_reg_destroy(mca_btl_ofi_reg_t *reg)
     if (NULL != reg->mr) {
         int rc = fi_close(&reg->mr->fid);
         if (0 != rc) {
-            opal_output_verbose(1, mca_btl_ofi_output, "btl:ofi: closing a registration failed: %s",
+            opal_output_verbose(1, mca_btl_ofi_output, MCA_BTL_OFI_LOG "closing a registration failed: %s",
                                 fi_strerror(-rc));
         }
     }
@@ -144,7 +144,7 @@ void mca_btl_ofi_regs_release(mca_btl_ofi_module_t *module)
     }
     if (0 != leftover) {
         opal_output_verbose(10, mca_btl_ofi_output,
-                            "btl:ofi: released %zu registrations the upper layer left behind",
+                            MCA_BTL_OFI_LOG "released %zu registrations the upper layer left behind",
                             leftover);
     }
 }

@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#include "opal/util/show_help.h"
+#include "btl_ofi_report.h"
 
 OBJ_CLASS_INSTANCE(mca_btl_ofi_op_t, opal_free_list_item_t, NULL, NULL);
 
@@ -83,7 +83,7 @@ int mca_btl_ofi_post_result(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op, 
         mca_btl_ofi_count(MCA_BTL_OFI_CNT_POST_EAGAIN, 1);
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    opal_output_verbose(1, mca_btl_ofi_output, "btl:ofi: %s failed: %s (%zd)", what,
+    opal_output_verbose(1, mca_btl_ofi_output, MCA_BTL_OFI_LOG "%s failed: %s (%zd)", what,
                         fi_strerror((int)-rc), rc);
     return OPAL_ERROR;
 }
@@ -136,12 +136,13 @@ static void mca_btl_ofi_cq_error(mca_btl_ofi_module_t *module)
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_ERRORS, 1);
     text = fi_cq_strerror(module->cq, err.prov_errno, err.err_data, provider_text,
                           sizeof(provider_text));
-    opal_output_verbose(1, mca_btl_ofi_output, "btl:ofi: operation failed: %s (%s)",
+    opal_output_verbose(1, mca_btl_ofi_output, MCA_BTL_OFI_LOG "operation failed: %s (%s)",
                         fi_strerror(err.err), text ? text : "");
     if (!atomic_exchange(&shown, true)) {
-        opal_show_help("help-mpi-btl-ofi.txt", "cq-error", true, opal_process_info.nodename,
-                       module->info->fabric_attr->prov_name, fi_strerror(err.err), err.err,
-                       text ? text : "(none)");
+        char error[160];
+        snprintf(error, sizeof(error), "%s (%d)", fi_strerror(err.err), err.err);
+        mca_btl_ofi_report_now("cq-error", module->info->fabric_attr->prov_name, error,
+                               text ? text : "(none)", NULL);
     }
     if (NULL != err.op_context) {
         mca_btl_ofi_op_t *op = container_of(err.op_context, mca_btl_ofi_op_t, fi_ctx);
@@ -202,7 +203,7 @@ int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module)
         return 1;
     }
     if (-FI_EAGAIN != count) {
-        opal_output_verbose(1, mca_btl_ofi_output, "btl:ofi: fi_cq_read failed: %s",
+        opal_output_verbose(1, mca_btl_ofi_output, MCA_BTL_OFI_LOG "fi_cq_read failed: %s",
                             fi_strerror((int)-count));
     }
     return 0;

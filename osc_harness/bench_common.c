@@ -124,19 +124,20 @@ static int parse_opts(int argc, char **argv, bench_opts_t *opt)
     return opt->nsizes ? 0 : -1;
 }
 
-/* Which mca_btl_ofi.so this process mapped: ours and the stock one share the name. */
+/* Which DSO of the btl-ofi component (mca_btl_<name>.so) this process mapped. */
 static void find_btl_ofi_so(char *out, size_t len)
 {
     FILE *maps = fopen("/proc/self/maps", "r");
-    char line[1024];
+    char line[1024], so[128];
 
+    snprintf(so, sizeof(so), "/mca_btl_%s.so", ofi_component_name());
     out[0] = '\0';
     if (NULL == maps) {
         return;
     }
     while (fgets(line, sizeof(line), maps)) {
         char *path = strchr(line, '/');
-        if (path && strstr(path, "/mca_btl_ofi.so")) {
+        if (path && strstr(path, so)) {
             path[strcspn(path, "\n")] = '\0';
             snprintf(out, len, "%s", path);
             break;
@@ -322,7 +323,7 @@ void bench_header(const bench_ctx_t *ctx, const char *what, const bench_field_t 
                now.present ? "true" : "false");
     } else {
         printf("# %s: %s\n", ctx->name, what);
-        printf("# 2 ranks, %s window; btl_ofi counters %s; mca_btl_ofi.so: %s\n",
+        printf("# 2 ranks, %s window; btl-ofi counters %s; btl-ofi DSO: %s\n",
                flavor_name(ctx->opt.flavor), now.present ? "present" : "absent",
                ctx->btl_ofi_so[0] ? ctx->btl_ofi_so : "(not loaded)");
         bench_print_columns(cols, n);

@@ -1,29 +1,50 @@
 /* MPI_T reader for btl-ofi's counters (see ofi_pvars.h). */
 #include "ofi_pvars.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-static const char *const names[OFI_PVAR_COUNT] = {
-    [OFI_PVAR_PUTS] = "btl_ofi_put_count",
-    [OFI_PVAR_GETS] = "btl_ofi_get_count",
-    [OFI_PVAR_PUT_BYTES] = "btl_ofi_put_bytes",
-    [OFI_PVAR_GET_BYTES] = "btl_ofi_get_bytes",
-    [OFI_PVAR_ATOMICS] = "btl_ofi_atomic_count",
-    [OFI_PVAR_ATOMICS_EMULATED] = "btl_ofi_atomic_emulated_count",
-    [OFI_PVAR_CQ_ENTRIES] = "btl_ofi_cq_entries",
-    [OFI_PVAR_CQ_ERRORS] = "btl_ofi_cq_errors",
-    [OFI_PVAR_FLUSHES] = "btl_ofi_flush_count",
-    [OFI_PVAR_REGISTRATIONS] = "btl_ofi_registrations",
-    [OFI_PVAR_REGISTRATIONS_LIVE] = "btl_ofi_registrations_live",
-    [OFI_PVAR_REFUSED] = "btl_ofi_refused_count",
+#ifndef OSC_HARNESS_COMPONENT
+#    define OSC_HARNESS_COMPONENT "ofi"
+#endif
+
+static const char *const suffixes[OFI_PVAR_COUNT] = {
+    [OFI_PVAR_PUTS] = "put_count",
+    [OFI_PVAR_GETS] = "get_count",
+    [OFI_PVAR_PUT_BYTES] = "put_bytes",
+    [OFI_PVAR_GET_BYTES] = "get_bytes",
+    [OFI_PVAR_ATOMICS] = "atomic_count",
+    [OFI_PVAR_ATOMICS_EMULATED] = "atomic_emulated_count",
+    [OFI_PVAR_CQ_ENTRIES] = "cq_entries",
+    [OFI_PVAR_CQ_ERRORS] = "cq_errors",
+    [OFI_PVAR_FLUSHES] = "flush_count",
+    [OFI_PVAR_REGISTRATIONS] = "registrations",
+    [OFI_PVAR_REGISTRATIONS_LIVE] = "registrations_live",
+    [OFI_PVAR_REFUSED] = "refused_count",
 };
+static char names[OFI_PVAR_COUNT][96];
 
 static MPI_T_pvar_session session = MPI_T_PVAR_SESSION_NULL;
 static MPI_T_pvar_handle handles[OFI_PVAR_COUNT];
 static int found;
 
+const char *ofi_component_name(void)
+{
+    const char *name = getenv("BTL_OFI_COMPONENT");
+    return (name && *name) ? name : OSC_HARNESS_COMPONENT;
+}
+
+static void full_name(const char *suffix, char *buf, size_t len)
+{
+    snprintf(buf, len, "btl_%s_%s", ofi_component_name(), suffix);
+}
+
 const char *ofi_pvar_name(enum ofi_pvar_id id)
 {
+    if ('\0' == names[id][0]) {
+        full_name(suffixes[id], names[id], sizeof(names[id]));
+    }
     return names[id];
 }
 
@@ -60,6 +81,14 @@ int ofi_pvar_index(const char *name)
     return -1;
 }
 
+int ofi_pvar_index_of(const char *suffix)
+{
+    char name[96];
+
+    full_name(suffix, name, sizeof(name));
+    return ofi_pvar_index(name);
+}
+
 int ofi_pvars_open(void)
 {
     int count;
@@ -69,7 +98,7 @@ int ofi_pvars_open(void)
     }
     found = 0;
     for (int i = 0; i < OFI_PVAR_COUNT; ++i) {
-        int index = ofi_pvar_index(names[i]);
+        int index = ofi_pvar_index_of(suffixes[i]);
         handles[i] = MPI_T_PVAR_HANDLE_NULL;
         if (index >= 0 &&
             MPI_SUCCESS == MPI_T_pvar_handle_alloc(session, index, NULL, &handles[i], &count)) {

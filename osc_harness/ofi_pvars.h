@@ -30,6 +30,13 @@ typedef struct ofi_pvars {
 } ofi_pvars_t;
 
 /**
+ * The btl-ofi component's name: BTL_OFI_COMPONENT from the environment (the
+ * env file sets it), else the name this harness was built with. Its counters
+ * are btl_<name>_put_count etc.
+ */
+const char *ofi_component_name(void);
+
+/**
  * MPI_T_init_thread at the program's current thread level: Open MPI 4.1
  * applies MPI_T's level to the whole library, so asking for less would
  * silently downgrade an MPI_THREAD_MULTIPLE program. Returns 0 on success.
@@ -37,12 +44,14 @@ typedef struct ofi_pvars {
 int ofi_mpit_init(void);
 /** Index of the valid performance variable NAME, or -1 (absent or invalid). */
 int ofi_pvar_index(const char *name);
+/** Index of the component's counter btl_<component>_SUFFIX, or -1. */
+int ofi_pvar_index_of(const char *suffix);
 
 /** Start an MPI_T session (call after MPI_Init). Returns 0 on success. */
 int ofi_pvars_open(void);
 /** Read every counter into *out. */
 void ofi_pvars_read(ofi_pvars_t *out);
-/** Names, for reports ("btl_ofi_put_count", ...). */
+/** Full names, for reports ("btl_<component>_put_count", ...). */
 const char *ofi_pvar_name(enum ofi_pvar_id id);
 void ofi_pvars_close(void);
 

@@ -364,7 +364,7 @@ int main(int argc, char **argv)
         return STRESS_EXIT_USAGE;
     }
     ofi_pvars_open();
-    stress_pvar_start(&ctx.eagain, "btl_ofi_post_eagain");
+    stress_pvar_start(&ctx.eagain, "post_eagain");
     rc = run(&ctx);
     stress_pvar_stop(&ctx.eagain);
     ofi_pvars_close();

@@ -1453,7 +1453,7 @@ int main(int argc, char **argv)
     /* every rank must replay the same plan: rank 0's seed wins */
     MPI_Bcast(&ctx.opt.seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
     ofi_pvars_open();
-    stress_pvar_start(&ctx.eagain_pvar, "btl_ofi_injected_faults");
+    stress_pvar_start(&ctx.eagain_pvar, "injected_faults");
     rc = run(&ctx);
     stress_pvar_stop(&ctx.eagain_pvar);
     ofi_pvars_close();

@@ -85,7 +85,7 @@ double stress_now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-int stress_pvar_start(stress_pvar_t *pv, const char *name)
+int stress_pvar_start(stress_pvar_t *pv, const char *suffix)
 {
     int index, count;
 
@@ -95,7 +95,7 @@ int stress_pvar_start(stress_pvar_t *pv, const char *name)
     if (0 != ofi_mpit_init() || MPI_SUCCESS != MPI_T_pvar_session_create(&pv->session)) {
         return -1;
     }
-    index = ofi_pvar_index(name);
+    index = ofi_pvar_index_of(suffix);
     if (index >= 0 &&
         MPI_SUCCESS == MPI_T_pvar_handle_alloc(pv->session, index, NULL, &pv->handle, &count)) {
         pv->found = 1;

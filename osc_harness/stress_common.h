@@ -41,11 +41,12 @@ typedef struct stress_pvar {
 } stress_pvar_t;
 
 /**
- * Start watching a variable (after MPI_Init). A COUNTER-class variable reads as
- * the count since this call (Open MPI starts continuous handles at allocation).
+ * Start watching the component's counter btl_<component>_SUFFIX (after
+ * MPI_Init). A COUNTER-class variable reads as the count since this call (Open
+ * MPI starts continuous handles at allocation).
  * @retval 0 found; -1 not registered (component not loaded): reads give 0.
  */
-int stress_pvar_start(stress_pvar_t *pv, const char *name);
+int stress_pvar_start(stress_pvar_t *pv, const char *suffix);
 unsigned long stress_pvar_value(stress_pvar_t *pv);
 void stress_pvar_stop(stress_pvar_t *pv);
 

@@ -152,7 +152,7 @@ class LaunchCache:
             timeout = (45 + sum(matrix.budget_seconds(s, group) for s in specs)) * self.scale
             workdir = self.tmp_root / group.label.replace("|", "_").replace(";", "+")
             launch = launcher.run_mpi(group.nranks, {"checks": specs}, timeout,
-                                      provider=group.provider, mca=group.mca(),
+                                      provider=group.provider, ours=group.ours(),
                                       workdir=workdir)
             launch.check_ids = [s["id"] for s in specs]
             self.launches[group] = launch

@@ -27,7 +27,8 @@ _SOURCE = r"""
 
 static char report[65536];
 
-/* One line per fi_info: prov_name TAB mr_mode TAB caps TAB msg_order TAB op_flags. */
+/* One line per fi_info: prov_name TAB mr_mode TAB caps TAB msg_order TAB op_flags TAB
+ * prov_version. The hints are btl-ofi's under MPI_THREAD_MULTIPLE (mpi4py's default). */
 const char *btlofi_tests_providers(void)
 {
     struct fi_info *hints = fi_allocinfo(), *list = NULL, *cur;
@@ -41,6 +42,8 @@ const char *btlofi_tests_providers(void)
     hints->caps = FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
     hints->mode = FI_CONTEXT | FI_CONTEXT2;
     hints->ep_attr->type = FI_EP_RDM;
+    hints->domain_attr->threading = FI_THREAD_SAFE;
+    hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
     hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_RAW | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
                                   FI_MR_PROV_KEY | FI_MR_MMU_NOTIFY | FI_MR_RMA_EVENT |
                                   FI_MR_ENDPOINT | FI_MR_HMEM;
@@ -51,11 +54,14 @@ const char *btlofi_tests_providers(void)
         return report;
     }
     for (cur = list; cur && used < sizeof(report) - 256; cur = cur->next) {
-        used += snprintf(report + used, sizeof(report) - used, "%s\t%d\t%llu\t%llu\t%llu\n",
+        used += snprintf(report + used, sizeof(report) - used,
+                         "%s\t%d\t%llu\t%llu\t%llu\t%u.%u\n",
                          cur->fabric_attr->prov_name, cur->domain_attr->mr_mode,
                          (unsigned long long) cur->caps,
                          (unsigned long long) cur->tx_attr->msg_order,
-                         (unsigned long long) cur->tx_attr->op_flags);
+                         (unsigned long long) cur->tx_attr->op_flags,
+                         FI_MAJOR(cur->fabric_attr->prov_version),
+                         FI_MINOR(cur->fabric_attr->prov_version));
     }
     fi_freeinfo(list);
     return report;
@@ -77,10 +83,16 @@ def mr_names(mask):
     return {name for name, bit in MR_BITS.items() if mask & bit}
 
 
+def mr_names_ordered(mask):
+    """The names of mask's bits in libfabric's bit order, as btl-ofi prints them."""
+    return [name for name, bit in MR_BITS.items() if mask & bit]
+
+
 @dataclasses.dataclass(frozen=True)
 class ProviderInfo:
     name: str
     mr_modes: tuple  # one MR-mode bit set per fi_info of this provider
+    version: str = ""  # fabric_attr->prov_version as "major.minor"
 
     @property
     def declined_bits(self):
@@ -121,8 +133,9 @@ def rdm_rma_atomic_providers():
     text = mod.ffi.string(mod.lib.btlofi_tests_providers()).decode()
     if text.startswith("error\t"):
         return ()
-    modes = {}
+    modes, versions = {}, {}
     for line in text.splitlines():
         fields = line.split("\t")
         modes.setdefault(fields[0], []).append(int(fields[1]))
-    return tuple(ProviderInfo(name, tuple(m)) for name, m in modes.items())
+        versions.setdefault(fields[0], fields[5])
+    return tuple(ProviderInfo(name, tuple(m), versions[name]) for name, m in modes.items())

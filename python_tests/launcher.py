@@ -9,6 +9,7 @@ lines the ranks wrote.
 
 import dataclasses
 import fcntl
+import functools
 import json
 import os
 import re
@@ -35,7 +36,11 @@ def env_file_path():
 
 def load_env_file(path=None):
     """The `export NAME=value` lines of btl-ofi's env file, as a dict."""
-    path = path or env_file_path()
+    return dict(_env_file(path or env_file_path()))
+
+
+@functools.lru_cache(maxsize=None)
+def _env_file(path):
     exports = {}
     with open(path, encoding="utf-8") as fh:
         for line in fh:
@@ -43,9 +48,43 @@ def load_env_file(path=None):
             if match:
                 values = shlex.split(match.group(2), comments=True)
                 exports[match.group(1)] = values[0] if values else ""
-    if "OMPI_MCA_mca_component_path" not in exports:
-        raise RuntimeError(f"{path} exports no OMPI_MCA_mca_component_path")
-    return exports
+    if "OMPI_MCA_mca_base_component_path" not in exports:
+        raise RuntimeError(f"{path} exports no OMPI_MCA_mca_base_component_path")
+    return tuple(exports.items())
+
+
+def component_name():
+    """The name btl-ofi's component was built with (BTL_OFI_COMPONENT in its env
+    file: "ofirma" standalone, "ofi" in-tree): its MCA parameters and
+    performance variables are btl_<name>_*, its verbose lines "btl:<name>: "."""
+    return load_env_file().get("BTL_OFI_COMPONENT", "ofi")
+
+
+def param(name):
+    """Full name of one of the component's MCA parameters, e.g. param("mr_mode")."""
+    return f"btl_{component_name()}_{name}"
+
+
+def node_btl():
+    """The BTL that carries two-sided traffic within a node: vader (Open MPI 4.1), sm (5.0)."""
+    return load_env_file().get("BTL_OFI_NODE_BTL", "vader")
+
+
+def ompi_major():
+    """Major version of the Open MPI the component was built for (4, 5 or 6)."""
+    return int(load_env_file().get("BTL_OFI_OMPI_VERSION", "4").split(".")[0])
+
+
+def default_btls():
+    """The BTL list of the suite's jobs: self, the node BTL, and ours."""
+    return f"self,{node_btl()},{component_name()}"
+
+
+def forwarded_env():
+    """The env file's variables that ranks started elsewhere (other hosts) need."""
+    return [name for name in ("OMPI_MCA_mca_base_component_path",
+                              "PMIX_MCA_mca_base_component_path", "BTL_OFI_COMPONENT")
+            if name in load_env_file()]
 
 
 def _clean_base_env():
@@ -156,25 +195,31 @@ class Hosts:
                 "--mca", "plm_rsh_agent", self.agent, "--mca", "plm_rsh_no_tree_spawn", "1",
                 "--mca", "oob_tcp_if_include", self.subnet,
                 "--mca", "btl_tcp_if_include", self.subnet,
-                "-x", "OMPI_MCA_mca_component_path", "-x", "FI_TCP_IFACE",
-                "-x", "FI_SOCKETS_IFACE", "-x", "PYTHONUNBUFFERED", "-x", "PYTHONDONTWRITEBYTECODE"]
+                *[arg for name in forwarded_env() for arg in ("-x", name)],
+                "-x", "FI_TCP_IFACE", "-x", "FI_SOCKETS_IFACE", "-x", "PYTHONUNBUFFERED",
+                "-x", "PYTHONDONTWRITEBYTECODE"]
 
 
-def mpirun_argv(nranks, provider=None, mca=None, osc="rdma", btl="self,vader,ofi",
-                program=None, program_args=(), verbose=True, native=False, hosts=None):
+def mpirun_argv(nranks, provider=None, mca=None, osc="rdma", btl=None,
+                program=None, program_args=(), verbose=True, native=False, hosts=None,
+                ours=None):
     """mpirun command line; program is a Python script unless native (an executable).
+    mca: MCA parameters by full name; ours: the component's own, by the name after
+    btl_<component>_ (e.g. {"completion": "read_proof"}). btl: default_btls().
     hosts (a Hosts): one rank per host namespace, launched from the hub."""
     if hosts is None:
         argv = ["mpirun", "-np", str(nranks), "--oversubscribe", "--bind-to", "none"]
     else:
         argv = hosts.argv_prefix(nranks)
-    argv += ["--mca", "pml", "ob1", "--mca", "btl", btl, "--mca", "osc", osc]
+    argv += ["--mca", "pml", "ob1", "--mca", "btl", btl or default_btls(), "--mca", "osc", osc]
     if provider is not None:
-        argv += ["--mca", "btl_ofi_provider_include", provider]
+        argv += ["--mca", param("provider_include"), provider]
+    for name, value in (ours or {}).items():
+        argv += ["--mca", param(name), str(value)]
     for name, value in (mca or {}).items():
         argv += ["--mca", name, str(value)]
     if verbose:
-        # prints "btl:ofi: selected provider ..., mr_mode ..." on every rank
+        # prints "btl:<component>: selected provider ..., mr_mode ..." on every rank
         argv += ["--mca", "btl_base_verbose", "10"]
     argv += ([] if native else [sys.executable]) + [str(program or RANK_PROG), *program_args]
     return argv
@@ -195,7 +240,7 @@ def _read_records(path):
 
 
 def run_mpi(nranks, plan, timeout, provider=None, mca=None, osc="rdma",
-            btl="self,vader,ofi", env_overrides=None, workdir=None, verbose=True, hosts=None):
+            btl=None, env_overrides=None, workdir=None, verbose=True, hosts=None, ours=None):
     """Run rank_prog.py on `plan` (a JSON-able dict) and return a Launch.
 
     env_overrides replaces variables of the env file (e.g. a component path
@@ -212,7 +257,7 @@ def run_mpi(nranks, plan, timeout, provider=None, mca=None, osc="rdma",
     plan_path.write_text(json.dumps(plan), encoding="utf-8")
     argv = mpirun_argv(nranks, provider, mca, osc, btl,
                        program_args=[str(plan_path), str(report_path)], verbose=verbose,
-                       hosts=hosts)
+                       hosts=hosts, ours=ours)
     run = run_argv(argv, timeout, env, workdir)
     return Launch(argv=argv, returncode=run.returncode, timed_out=run.timed_out,
                   seconds=run.seconds, stdout=run.stdout, stderr=run.stderr,

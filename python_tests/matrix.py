@@ -18,7 +18,7 @@ import semantics as sem
 # --provider all or by name.
 NAMED_PROVIDERS = ("shm", "sockets", "tcp;ofi_rxm", "udp;ofi_rxd")
 
-# MR path name -> value of btl_ofi_mr_mode (None: parameter not set)
+# MR path name -> value of the component's mr_mode parameter (None: not set)
 MR_PATHS = {"default": None, "0": "0", "virt_addr": "virt_addr", "prov_key": "prov_key",
             "allocated": "allocated"}
 MR_ALLOWED = {"default": {"virt_addr", "prov_key", "allocated"}, "0": set(),
@@ -27,12 +27,13 @@ MR_ALLOWED = {"default": {"virt_addr", "prov_key", "allocated"}, "0": set(),
 
 PUT_GET_LIMIT = 65536  # the "split" variant caps BTL put/get at this size
 
+# variant -> the component's parameters (names after btl_<component>_)
 VARIANTS = {
     "base": {},
-    "emulate": {"btl_ofi_force_atomic_emulation": "1"},
-    "split": {"btl_ofi_put_limit": str(PUT_GET_LIMIT), "btl_ofi_get_limit": str(PUT_GET_LIMIT)},
-    "read_proof": {"btl_ofi_completion": "read_proof"},
-    "batch1": {"btl_ofi_progress_batch": "1"},
+    "emulate": {"force_atomic_emulation": "1"},
+    "split": {"put_limit": str(PUT_GET_LIMIT), "get_limit": str(PUT_GET_LIMIT)},
+    "read_proof": {"completion": "read_proof"},
+    "batch1": {"progress_batch": "1"},
 }
 # Variants a provider may legitimately refuse (the component then says why).
 OPTIONAL_VARIANTS = {"read_proof"}
@@ -80,10 +81,11 @@ class Group:
     def label(self):
         return f"{self.provider}|mr={self.mr_path}|np{self.nranks}|{self.variant}"
 
-    def mca(self):
+    def ours(self):
+        """The component's parameters for this launch (names after btl_<component>_)."""
         params = dict(VARIANTS[self.variant])
         if MR_PATHS[self.mr_path] is not None:
-            params["btl_ofi_mr_mode"] = MR_PATHS[self.mr_path]
+            params["mr_mode"] = MR_PATHS[self.mr_path]
         return params
 
 

@@ -12,12 +12,21 @@ import re
 import pytest
 
 import fabric
+import launcher
 import matrix
 
-SELECTED_RE = re.compile(r"btl:ofi: selected provider (?P<provider>.+?) \(fabric .*?, domain .*?\),"
-                         r" mr_mode (?P<mr_mode>\S+), completion (?P<completion>\S+)")
-# Our help-file messages all name the component this way.
-OUR_MESSAGE_RE = re.compile(r"btl-ofi\s+component", re.I)
+
+def selected_re():
+    """The verbose line our component prints on every rank that selects a provider."""
+    return re.compile(rf"btl:{re.escape(launcher.component_name())}: selected provider "
+                      r"(?P<provider>.+?) \(fabric .*?, domain .*?\),"
+                      r" mr_mode (?P<mr_mode>\S+), completion (?P<completion>\S+)")
+
+
+# Every btl-ofi message says one of these (help-mpi-btl-ofi.txt).
+OUR_MESSAGE_RE = re.compile(r"btl-ofi\s+is\s+disabling\s+itself|through\s+btl-ofi\s+failed")
+# What mpirun 4.1 logs when a rank's show_help message went wrong on its way (NOTES.txt 11).
+ORTE_ERROR_RE = re.compile(r"^.*ORTE_ERROR_LOG.*$", re.M)
 TRAFFIC = ("put_count", "get_count", "atomic_count")
 
 
@@ -64,7 +73,7 @@ def selections(launch):
 
 def _selections(launch):
     out = []
-    for m in SELECTED_RE.finditer(launch.stderr):
+    for m in selected_re().finditer(launch.stderr):
         bits = set() if m["mr_mode"] == "none" else set(m["mr_mode"].split("|"))
         out.append((m["provider"], bits, m["completion"]))
     return out
@@ -109,20 +118,21 @@ def proof_of_path(launch, group=None):
     states = start[0]["counters"]
     bad = [f"rank {r}: {s} ({d})" for r, (s, d) in enumerate(states) if s != "ok"]
     if bad:
-        reasons.append("btl_ofi counters not available: " + "; ".join(bad))
+        reasons.append(f"{launcher.param('*')} counters not available: " + "; ".join(bad))
     sel = selections(launch)
     nranks = start[0]["nranks"]
     if group is not None:
         if len(sel) < nranks:
-            reasons.append(f"only {len(sel)} of {nranks} ranks report 'btl:ofi: selected "
-                           f"provider' (component not selected)")
+            reasons.append(f"only {len(sel)} of {nranks} ranks report 'btl:"
+                           f"{launcher.component_name()}: selected provider' (component not "
+                           f"selected)")
         wrong = {p for p, _, _ in sel if p != group.provider}
         if wrong:
             reasons.append(f"selected provider {sorted(wrong)} instead of {group.provider}")
         allowed = matrix.MR_ALLOWED[group.mr_path]
         outside = set().union(*[bits for _, bits, _ in sel]) - allowed if sel else set()
         if outside:
-            reasons.append(f"negotiated mr_mode {sorted(outside)} which btl_ofi_mr_mode="
+            reasons.append(f"negotiated mr_mode {sorted(outside)} which {launcher.param('mr_mode')}="
                            f"{matrix.MR_PATHS[group.mr_path]!r} does not allow "
                            f"(allowed: {sorted(allowed) or 'none'})")
     moved = {}
@@ -130,7 +140,8 @@ def proof_of_path(launch, group=None):
         for k in TRAFFIC:
             moved[k] = moved.get(k, 0) + rec["deltas"].get(k, 0)
     if not any(moved.values()):
-        reasons.append("btl_ofi put/get/atomic counters did not move during the checks")
+        reasons.append(f"{launcher.param('*')} put/get/atomic counters did not move during the "
+                       f"checks")
     return not reasons, reasons
 
 
@@ -155,7 +166,7 @@ def judge_group(launch, group, expected_ids):
     end = records(launch, "end")
     if end and end[0]["registrations_live"][1] != end[0]["registrations_live"][0]:
         before, after = end[0]["registrations_live"]
-        return Verdict("fail", f"{where}: btl_ofi_registrations_live {before} before the "
+        return Verdict("fail", f"{where}: {launcher.param('registrations_live')} {before} before the "
                                f"checks, {after} after every window was freed (leak)")
     return Verdict("pass")
 
@@ -211,7 +222,7 @@ def judge_check(launch, group, spec):
     problems += counter_problems(rec["deltas"], spec, group)
     start = records(launch, "start")
     if start and any(s != "ok" for s, _ in start[0]["counters"]):
-        problems.append("btl_ofi counters unavailable: not carried by btl-ofi")
+        problems.append(f"{launcher.param('*')} counters unavailable: not carried by btl-ofi")
     if problems:
         return Verdict("fail", f"{where}\n  " + "\n  ".join(problems)
                        + f"\n  reproduce: {launch.command_line()}")
@@ -224,23 +235,26 @@ def counter_problems(deltas, spec, group):
     shown = {k: v for k, v in sorted(deltas.items()) if v}
     for k in sorted(must):
         if deltas.get(k, 0) <= 0:
-            problems.append(f"btl_ofi_{k} did not move (not carried by btl-ofi?); deltas {shown}")
+            problems.append(f"{launcher.param(k)} did not move (not carried by btl-ofi?); "
+                            f"deltas {shown}")
     if any_of and not any(deltas.get(k, 0) > 0 for k in any_of):
-        problems.append(f"none of btl_ofi_{{{','.join(sorted(any_of))}}} moved (not carried "
-                        f"by btl-ofi?); deltas {shown}")
+        problems.append(f"none of {launcher.param('{' + ','.join(sorted(any_of)) + '}')} moved "
+                        f"(not carried by btl-ofi?); deltas {shown}")
     for k in sorted(zero):
         if deltas.get(k, 0) != 0:
-            problems.append(f"btl_ofi_{k} moved by {deltas[k]} where osc/rdma must not use "
-                            f"any BTL (Win.Allocate on one node)")
+            problems.append(f"{launcher.param(k)} moved by {deltas[k]} where osc/rdma must not "
+                            f"use any BTL (Win.Allocate on one node)")
     for k, v in sorted(minimum.items()):
         if deltas.get(k, 0) < v:
-            problems.append(f"btl_ofi_{k} moved by {deltas.get(k, 0)}, expected >= {v}")
+            problems.append(f"{launcher.param(k)} moved by {deltas.get(k, 0)}, expected >= {v}")
     return problems
 
 
-def judge_bad_input(launch, expect_re, what, planned):
-    """The bad-input contract: a clear message matching expect_re, no crash, no
-    hang, and either a clean stop or a correct run that btl-ofi did not carry."""
+def judge_bad_input(launch, expected, what, planned):
+    """The bad-input contract: btl-ofi's message, word for word (`expected`, the
+    text between the dashed lines), exactly once however many ranks declined;
+    no ORTE_ERROR_LOG from mpirun; no crash, no hang; and either a clean stop or
+    a correct run that btl-ofi did not carry."""
     where = f"bad input {what}"
     if launch.timed_out:
         return Verdict("timeout", f"HANG: {where} timed out after {launch.timeout:.0f}s\n"
@@ -248,11 +262,16 @@ def judge_bad_input(launch, expect_re, what, planned):
     if launch.signal_name:
         return Verdict("fail", f"CRASH ({launch.signal_name}): {where}\n"
                                f"  {launch.command_line()}\n{launch.tail()}")
-    if not re.search(expect_re, launch.stdout + "\n" + launch.stderr):
-        return Verdict("fail", f"{where}: no clear message matching /{expect_re}/ in "
-                               f"{getattr(launch, 'attempts', 1)} attempts (btl-ofi messages "
-                               f"seen: {our_messages(launch)[:2]})\n  {launch.command_line()}\n"
-                               f"{launch.tail()}")
+    orte = ORTE_ERROR_RE.findall(launch.stdout + "\n" + launch.stderr)
+    if orte:
+        return Verdict("fail", f"{where}: mpirun logged {len(orte)} ORTE error(s): {orte[:3]}\n"
+                               f"  {launch.command_line()}")
+    messages = our_messages(launch)
+    if messages != [expected]:
+        return Verdict("fail", f"{where}: expected btl-ofi's message exactly once, word for "
+                               f"word; saw {len(messages)} message(s)\n"
+                               + _text_difference(expected, messages)
+                               + f"\n  {launch.command_line()}")
     if launch.returncode != 0:
         return Verdict("pass")  # stopped, with the message
     recs = records(launch, "check")
@@ -267,6 +286,16 @@ def judge_bad_input(launch, expect_re, what, planned):
                                f"moved); the component must disable itself\n"
                                f"  {launch.command_line()}")
     return Verdict("pass")
+
+
+def _text_difference(expected, messages):
+    import difflib
+
+    if not messages:
+        return "--- expected ---\n" + expected
+    diff = difflib.unified_diff(expected.splitlines(), messages[0].splitlines(), "expected",
+                                "printed", lineterm="")
+    return "\n".join(diff) or "(the first message is right; the others are extra copies)"
 
 
 def providers_declining_mr():

@@ -5,7 +5,7 @@ MPI_Datatype and MPI_T_enum are pointers, so they are declared void* here;
 libmpi is already loaded by mpi4py, dlopen just returns that copy.
 
 State of our counters in a process, as reported to the test driver:
-  "absent"  - no btl_ofi_* pvar names: our component is not loaded
+  "absent"  - no btl_<component>_* pvar names: our component is not loaded
               (e.g. Open MPI's stock btl/ofi, which registers none of them);
   "invalid" - the names exist but MPI_T_pvar_get_info refuses them: the
               component was opened but not selected (it disabled itself);
@@ -13,16 +13,19 @@ State of our counters in a process, as reported to the test driver:
 """
 
 import ctypes.util
+import os
 
 import cffi
 from mpi4py import MPI
 
-COUNTERS = (
-    "btl_ofi_put_count", "btl_ofi_get_count", "btl_ofi_put_bytes", "btl_ofi_get_bytes",
-    "btl_ofi_atomic_count", "btl_ofi_atomic_emulated_count", "btl_ofi_cq_entries",
-    "btl_ofi_cq_errors", "btl_ofi_flush_count", "btl_ofi_proof_reads",
-    "btl_ofi_registrations", "btl_ofi_registrations_live", "btl_ofi_post_eagain",
-)
+# The component's pvars are btl_<component>_<counter>; its env file names the
+# component (BTL_OFI_COMPONENT: "ofirma" when built standalone, "ofi" in-tree).
+PREFIX = f"btl_{os.environ.get('BTL_OFI_COMPONENT') or 'ofi'}_"
+COUNTERS = tuple(PREFIX + name for name in (
+    "put_count", "get_count", "put_bytes", "get_bytes", "atomic_count",
+    "atomic_emulated_count", "cq_entries", "cq_errors", "flush_count", "proof_reads",
+    "registrations", "registrations_live", "post_eagain",
+))
 
 _CDEF = """
 typedef void *MPI_T_pvar_session;
@@ -102,12 +105,12 @@ class OfiCounters:
                 invalid.append(pname)
         self.handles = found
         if not names_seen or not (set(names_seen.values()) & set(COUNTERS)):
-            self.state, self.detail = "absent", "no btl_ofi_* performance variables registered"
+            self.state, self.detail = "absent", f"no {PREFIX}* performance variables registered"
         elif len(found) == len(COUNTERS):
             self.state = "ok"
         elif invalid and not found:
             self.state = "invalid"
-            self.detail = "btl_ofi_* pvars registered but invalid (component not selected)"
+            self.detail = f"{PREFIX}* pvars registered but invalid (component not selected)"
         else:
             self.state = "partial"
             missing = sorted(set(COUNTERS) - set(found))
@@ -160,7 +163,7 @@ class OfiCounters:
         values = {}
         for pname, handle in self.handles.items():
             if self.lib.MPI_T_pvar_read(self.session[0], handle[0], self._buf) == 0:
-                values[pname[len("btl_ofi_"):]] = int(self._buf[0])
+                values[pname[len(PREFIX):]] = int(self._buf[0])
         return values
 
     def close(self):

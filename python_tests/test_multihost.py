@@ -51,7 +51,11 @@ SCRIPT = REPO / "scripts" / "check-multihost.sh"
 pytestmark = pytest.mark.multihost
 
 DEFAULT_PROVIDERS = ("tcp;ofi_rxm", "sockets")
-BTL = "self,tcp,ofi"  # ranks on different hosts: no vader
+# ranks on different hosts: tcp, not the node BTL
+def btls():
+    return f"self,tcp,{launcher.component_name()}"
+
+
 MAX_HOSTS = 3         # check-multihost.sh --hosts 2|3
 DYNAMIC_EXCLUDED = (
     "excluded across hosts: MPI_Win_create_dynamic windows hang inside osc/rdma "
@@ -60,9 +64,11 @@ DYNAMIC_EXCLUDED = (
 ALLOCATE_NOTE = ("; across hosts osc/rdma serves Win.Allocate windows through the BTL too, "
                  "so it applies to them")
 
-SELECTED_LINE_RE = re.compile(
-    r"^\[(?P<node>[^\]:]+):(?P<pid>\d+)\] btl:ofi: selected provider (?P<provider>.+?) "
-    r"\(fabric (?P<fabric>[^,]+), domain (?P<domain>[^)]+)\)", re.M)
+def selected_line_re():
+    return re.compile(
+        rf"^\[(?P<node>[^\]:]+):(?P<pid>\d+)\] btl:{re.escape(launcher.component_name())}: "
+        r"selected provider (?P<provider>.+?) "
+        r"\(fabric (?P<fabric>[^,]+), domain (?P<domain>[^)]+)\)", re.M)
 
 
 # ---------------------------------------------------------------- what runs
@@ -166,7 +172,7 @@ def node_proof(stderr, group, hosts):
     'selected provider <P> (fabric <subnet>, domain <iface>)' from a node of
     its own, each one of the host namespaces' node names. Returns
     (problems, {node: provider line count})."""
-    lines = [m for m in SELECTED_LINE_RE.finditer(stderr)]
+    lines = [m for m in selected_line_re().finditer(stderr)]
     nodes = {}
     for m in lines:
         nodes[m["node"]] = nodes.get(m["node"], 0) + 1
@@ -278,7 +284,7 @@ class CrossHostLaunches:
                                        + ("-dynamic" if part == "dynamic" else ""))
             tx0 = veth_tx(self.hosts)
             launch = launcher.run_mpi(group.nranks, {"checks": specs}, timeout,
-                                      provider=group.provider, mca=group.mca(), btl=BTL,
+                                      provider=group.provider, ours=group.ours(), btl=btls(),
                                       workdir=workdir, hosts=self.hosts)
             launch.check_ids = [s["id"] for s in specs]
             leftovers = reap(self.hosts)
@@ -300,7 +306,7 @@ class CrossHostLaunches:
     def summary_lines(self):
         hosts = self.hosts
         lines = [f"{len(hosts.namespaces)} host namespaces {' '.join(hosts.namespaces)} "
-                 f"({' '.join(hosts.ips)} on {hosts.iface}), mpirun in {hosts.hub}; btl {BTL}",
+                 f"({' '.join(hosts.ips)} on {hosts.iface}), mpirun in {hosts.hub}; btl {btls()}",
                  f"{len(self.launches)} launches: "
                  f"{sum(c.launch.seconds for c in self.launches.values()):.0f}s running mpirun, "
                  f"{sum(c.launch.lock_wait for c in self.launches.values()):.0f}s waiting for "
@@ -319,8 +325,8 @@ class CrossHostLaunches:
             checks = outcome.records(launch, "check")
             bad = sum(1 for r in checks if r["errors"])
             where = sorted(c.nodes)
-            domains = sorted({m["domain"] for m in SELECTED_LINE_RE.finditer(launch.stderr)})
-            fabrics = sorted({m["fabric"] for m in SELECTED_LINE_RE.finditer(launch.stderr)})
+            domains = sorted({m["domain"] for m in selected_line_re().finditer(launch.stderr)})
+            fabrics = sorted({m["fabric"] for m in selected_line_re().finditer(launch.stderr)})
             kib = sum(v for v in c.tx_delta.values() if v > 0) // 1024
             label = group.label + (" dynamic" if part == "dynamic" else "")
             lines.append(f"{label:48s} {state:8s} {launch.seconds:6.1f}s "
@@ -439,7 +445,8 @@ _HOSTS = launcher.Hosts(hub="hub", namespaces=("ns1", "ns2", "ns3"),
 
 
 def _sel(node, domain="mheth0", provider="tcp;ofi_rxm", fabric="10.77.0.0/24"):
-    return (f"[{node}:123] btl:ofi: selected provider {provider} (fabric {fabric}, "
+    return (f"[{node}:123] btl:{launcher.component_name()}: selected provider {provider} "
+            f"(fabric {fabric}, "
             f"domain {domain}), mr_mode none, completion delivery\n")
 
 

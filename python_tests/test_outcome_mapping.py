@@ -8,7 +8,8 @@ import outcome
 
 GROUP = matrix.Group("shm", "default", 2, "base")
 PUT = matrix._rma("put", "create_du8", "fence", "int64", 4)
-SELECTED = "".join(f"[vm:{p}] btl:ofi: selected provider shm (fabric shm, domain shm), "
+SELECTED = "".join(f"[vm:{p}] btl:{launcher.component_name()}: selected provider shm "
+                   f"(fabric shm, domain shm), "
                    f"mr_mode virt_addr, completion delivery\n" for p in (1, 2))
 
 
@@ -44,7 +45,8 @@ def test_wrong_bytes_fail_naming_every_axis():
 
 def test_counters_that_did_not_move_fail():
     verdict = outcome.judge_check(fake([START_OK, check(deltas={"get_count": 3})]), GROUP, PUT)
-    assert verdict.status == "fail" and "btl_ofi_put_count did not move" in verdict.message
+    assert (verdict.status == "fail"
+            and f"{launcher.param('put_count')} did not move" in verdict.message)
 
 
 def test_absent_counters_are_not_ours():

@@ -1,6 +1,8 @@
 """The proof-of-path detector (outcome.proof_of_path) must tell our component
 from everything else: a positive control through btl-ofi, Open MPI's stock
-btl/ofi, and osc/pt2pt with our component loaded but idle."""
+btl/ofi, and another one-sided path with our component loaded but idle
+(osc/pt2pt on Open MPI 4.1; on 5.0, which has no osc/pt2pt, osc/rdma's
+active-message emulation over btl/sm)."""
 
 import os
 import subprocess
@@ -50,39 +52,53 @@ def test_detector_accepts_btl_ofi(tmp_path, tested_providers, mpi_env_file):
 
 
 def test_detector_rejects_stock_btl_ofi(tmp_path, tested_providers, mpi_env_file):
-    """Component path = Open MPI's pkglibdir only: the stock btl/ofi is loaded
-    (its default provider exclusions leave it nothing here, so osc/rdma falls
-    back to btl/vader; with shm or sockets it would crash). The detector must
-    say 'not carried by btl-ofi' whatever the job's fate."""
+    """Component path = Open MPI's own only, so our component is not loaded, and
+    the BTL list names Open MPI's stock btl/ofi (a DSO in 4.1, built into
+    libopen-pal in 5.0) with its default provider choice. Whatever the job's
+    fate (with 4.1 its exclusions leave it nothing here and osc/rdma falls back
+    to btl/vader), the detector must say 'not carried by btl-ofi'."""
     stock_dir = mpi_env_file.get("BTL_OFI_OMPI_PKGLIBDIR")
     if not stock_dir:
         pytest.fail("env file exports no BTL_OFI_OMPI_PKGLIBDIR", pytrace=False)
-    env = {"OMPI_MCA_mca_component_path": stock_dir}
-    info = subprocess.run(["ompi_info", "--parsable", "--param", "btl", "ofi"],
+    env = {"OMPI_MCA_mca_base_component_path": stock_dir}
+    ours = launcher.component_name()
+    info = subprocess.run(["ompi_info", "--parsable", "--param", "btl", ours],
                           env={**os.environ, **env, **launcher.ROOT_ENV},
                           capture_output=True, text=True, timeout=60)
-    ours = [ln for ln in info.stdout.splitlines() if "btl_ofi_mr_mode" in ln]
-    assert not ours, "the stock-only component path still loads btl-ofi (btl_ofi_mr_mode exists)"
-    launch = _run(tmp_path, provider=None, env_overrides=env)
+    loaded = [ln for ln in info.stdout.splitlines() if launcher.param("mr_mode") in ln]
+    assert not loaded, f"the stock-only component path still loads btl/{ours}"
+    launch = _run(tmp_path, provider=None, env_overrides=env,
+                  btl=f"self,{launcher.node_btl()},ofi")
     carried, reasons = outcome.proof_of_path(launch)
     assert not carried, "stock btl/ofi run was taken for btl-ofi"
     assert any("absent" in r or "no report" in r for r in reasons), reasons
 
 
-def test_detector_rejects_osc_pt2pt(tmp_path, tested_providers, mpi_env_file):
-    """Our component loaded and selected, but osc/pt2pt does the one-sided work
-    (it needs MPI_THREAD_SERIALIZED at most): the counters exist and do not move."""
+def _other_path():
+    """Another one-sided path with our component loaded and selected but idle."""
+    if launcher.ompi_major() < 5:
+        # osc/pt2pt needs MPI_THREAD_SERIALIZED at most
+        return "osc/pt2pt", {"osc": "pt2pt", "plan_extra": {"thread_level": "serialized"}}
+    # completion=local (debug) claims no remote completion, so Open MPI 5's
+    # osc/rdma does not use our BTL directly and emulates RDMA with active
+    # messages over the lowest-latency BTL: btl/sm here
+    return "osc/rdma active messages over btl/sm", {"ours": {"completion": "local"}}
+
+
+def test_detector_rejects_other_path(tmp_path, tested_providers, mpi_env_file):
+    """Our counters exist and do not move when another path does the work."""
     provider = _provider(tested_providers)
-    launch = _run(tmp_path, provider, osc="pt2pt",
-                  plan_extra={"thread_level": "serialized"})
-    failed = outcome.launch_failure(launch, "osc/pt2pt control")
+    what, kw = _other_path()
+    launch = _run(tmp_path, provider, **kw)
+    failed = outcome.launch_failure(launch, f"{what} control")
     if failed:
         failed.apply()
-    assert _all_checks_exact(launch), "osc/pt2pt control run gave wrong results"
-    carried, reasons = outcome.proof_of_path(launch, matrix.Group(provider, "default", 2, "base"))
-    assert not carried, "an osc/pt2pt run was taken for btl-ofi"
+    assert _all_checks_exact(launch), f"{what} control run gave wrong results"
+    group = matrix.Group(provider, "default", 2, "base")
+    carried, reasons = outcome.proof_of_path(launch, group)
+    assert not carried, f"a run over {what} was taken for btl-ofi"
     assert any("did not move" in r for r in reasons), reasons
     # and the per-check verdicts fail too
     for spec in SMALL_PLAN:
-        verdict = outcome.judge_check(launch, matrix.Group(provider, "default", 2, "base"), spec)
+        verdict = outcome.judge_check(launch, group, spec)
         assert verdict.status == "fail" and "not carried" in verdict.message, verdict

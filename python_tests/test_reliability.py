@@ -53,7 +53,7 @@ def _libexec(env):
 def _visibility(provider, completion, tmp_path, size, rounds, timeout):
     env = launcher.mpi_env()
     program = Path(_libexec(env), "osc_flush_visibility")
-    argv = launcher.mpirun_argv(2, provider, {"btl_ofi_completion": completion},
+    argv = launcher.mpirun_argv(2, provider, ours={"completion": completion},
                                 program=program, program_args=[str(size), str(rounds)],
                                 native=True)
     return launcher.run_argv(argv, timeout, env, tmp_path)
@@ -118,7 +118,7 @@ def test_accumulate_lock_contention(provider, launches, completion, tmp_path):
                                      dtype="int32", count=64, repeat=CONTENTION_REPEAT),
                    id=f"acc_contention/round{r}") for r in range(CONTENTION_ROUNDS)]
     run = launcher.run_mpi(3, {"checks": checks}, 120 * launches.scale, provider=provider,
-                           mca={"btl_ofi_completion": completion}, workdir=tmp_path)
+                           ours={"completion": completion}, workdir=tmp_path)
     results = [r for r in run.records if r.get("type") == "check"]
     assert not run.timed_out and run.returncode == 0 and len(results) == CONTENTION_ROUNDS, \
         f"{provider} completion={completion}: exit {run.returncode}" \

@@ -77,7 +77,7 @@ mpirun_2() {
     local log=$1 to=$2 prov=$3
     shift 3
     flock /tmp/btl-ofi-mpi.lock timeout "$to" mpirun -np 2 --oversubscribe --mca pml ob1 \
-        --mca btl self,vader,ofi --mca osc rdma --mca btl_ofi_provider_include "$prov" \
+        --mca btl "self,$BTL_OFI_NODE_BTL,$BTL_OFI_COMPONENT" --mca osc rdma --mca "btl_${BTL_OFI_COMPONENT}_provider_include" "$prov" \
         "$@" >"$log" 2>&1
 }
 
@@ -89,7 +89,7 @@ ROWS=()
 run_asan() {
     local libasan comp
     libasan=$(gcc -print-file-name=libasan.so)
-    comp=$BTL_OFI_COMPONENT_DIR/mca_btl_ofi.so
+    comp=$BTL_OFI_COMPONENT_DIR/mca_btl_$BTL_OFI_COMPONENT.so
     if ! readelf -d "$comp" 2>/dev/null | grep -q 'NEEDED.*libasan'; then
         echo "check-memory: $comp is not ASan-built (configure --enable-asan)" >&2
         exit 2

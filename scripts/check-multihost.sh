@@ -277,6 +277,12 @@ veth_min_tx() { # smallest per-host tx byte count (each host must have sent some
     echo "$m"
 }
 
+# What the ranks on other "hosts" need from the env file (-x for mpirun).
+FORWARD_ENV=()
+for var in OMPI_MCA_mca_base_component_path PMIX_MCA_mca_base_component_path BTL_OFI_COMPONENT; do
+    [ -n "${!var:-}" ] && FORWARD_ENV+=(-x "$var")
+done
+
 # run_mpi LOG TIMEOUT NP PROVIDER PROG ARGS... -> mpirun's exit code (124 timeout)
 run_mpi() {
     local log=$1 to=$2 np=$3 prov=$4
@@ -287,9 +293,9 @@ run_mpi() {
         mpirun -np "$np" --hostfile "$LOG_DIR/hostfile" --bind-to none \
         --mca plm_rsh_agent "$AGENT" --mca plm_rsh_no_tree_spawn 1 \
         --mca oob_tcp_if_include "$SUBNET" --mca btl_tcp_if_include "$SUBNET" \
-        --mca pml ob1 --mca btl self,tcp,ofi --mca osc rdma \
-        --mca btl_ofi_provider_include "$prov" --mca btl_base_verbose 10 \
-        -x OMPI_MCA_mca_component_path -x FI_TCP_IFACE -x FI_SOCKETS_IFACE \
+        --mca pml ob1 --mca btl "self,tcp,$BTL_OFI_COMPONENT" --mca osc rdma \
+        --mca "btl_${BTL_OFI_COMPONENT}_provider_include" "$prov" --mca btl_base_verbose 10 \
+        "${FORWARD_ENV[@]}" -x FI_TCP_IFACE -x FI_SOCKETS_IFACE \
         "$@" >"$log" 2>&1
 }
 
@@ -297,8 +303,8 @@ run_mpi() {
 # its own node, else the reason; prints the interface summary on fd 3
 where_check() {
     local log=$1 np=$2 prov=$3 lines nodes domains fabrics
-    lines=$(grep -F "btl:ofi: selected provider $prov (" "$log")
-    nodes=$(sed -n 's/^\[\([^]:]*\):[0-9]*\] btl:ofi: selected provider.*/\1/p' <<<"$lines" | sort -u)
+    lines=$(grep -F "btl:$BTL_OFI_COMPONENT: selected provider $prov (" "$log")
+    nodes=$(sed -n "s/^\[\([^]:]*\):[0-9]*\] btl:$BTL_OFI_COMPONENT: selected provider.*/\1/p" <<<"$lines" | sort -u)
     domains=$(sed -n 's/.*, domain \([^)]*\)).*/\1/p' <<<"$lines" | sort -u | paste -sd, -)
     fabrics=$(sed -n 's/.*(fabric \([^,]*\), domain.*/\1/p' <<<"$lines" | sort -u | paste -sd, -)
     echo "$(paste -sd, - <<<"$nodes") via ${domains:-?} (${fabrics:-?})" >&3
@@ -345,8 +351,8 @@ one() {
     osc_demo)
         [ "$res" != PASS ] || grep -qx PASSED "$log" || res="FAIL(noPASSED)"
         counts=$(awk '$2=="exact" || $2=="WRONG" { n[$3] += $4 }
-            END { printf "put=%d get=%d atomic=%d", n["btl_ofi_put_count"],
-                  n["btl_ofi_get_count"], n["btl_ofi_atomic_count"] }' "$log")
+            END { printf "put=%d get=%d atomic=%d", n[c "put_count"],
+                  n[c "get_count"], n[c "atomic_count"] }' c="btl_${BTL_OFI_COMPONENT}_" "$log")
         grep -q ' WRONG ' "$log" && res="FAIL(WRONG)"
         ;;
     osc_flush_visibility)

@@ -22,7 +22,7 @@ for provider in "$@"; do
     start=$(date +%s)
     for ((i = 1; i <= JOBS; i++)); do
         log=$(flock /tmp/btl-ofi-mpi.lock timeout 120 mpirun -np 2 --mca pml ob1 \
-            --mca btl self,vader,ofi --mca osc rdma --mca btl_ofi_provider_include "$provider" \
+            --mca btl "self,$BTL_OFI_NODE_BTL,$BTL_OFI_COMPONENT" --mca osc rdma --mca "btl_${BTL_OFI_COMPONENT}_provider_include" "$provider" \
             "$DEMO" 2>&1)
         rc=$?
         if [ $rc -ne 0 ] || ! grep -q '^PASSED$' <<<"$log"; then

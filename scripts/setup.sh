@@ -1,32 +1,94 @@
 #!/usr/bin/env bash
-# btl-ofi, first command: install every dependency on Debian 12 (run as root),
-# build and install the component, and run a short one-sided demo through it.
+# btl-ofi, first command: install every dependency (as root), build and install
+# the component, and run a short one-sided demo through it.
 #
-#   PREFIX   install prefix (default /usr/local)
-#   VENV     Python virtual environment for the tests (default ./.venv)
+# Platforms: Debian 12 (Open MPI 4.1, libfabric 1.17), Debian 13 (Open MPI 5.0,
+# libfabric 2.x) and Debian unstable (Open MPI 6.0 release candidates). On
+# Open MPI 5 and 6 Debian's devel headers are incomplete: the matching Open MPI
+# source is fetched with apt-get source (a deb-src entry for the mirror apt
+# already uses is added if needed) and kept in $BTL_OFI_CACHE, by version.
+#
+#   PREFIX         install prefix (default /usr/local)
+#   VENV           Python virtual environment for the tests (default ./.venv)
+#   BTL_OFI_CACHE  cache of downloaded sources (default /var/cache/btl-ofi)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PREFIX=${PREFIX:-/usr/local}
 VENV=${VENV:-$PWD/.venv}
+CACHE=${BTL_OFI_CACHE:-/var/cache/btl-ofi}
+# shellcheck source=scripts/apt-sources.sh
+. scripts/apt-sources.sh
 
 step() { printf '\n==> %s\n' "$*"; }
+die() { echo "setup: $*" >&2; exit 2; }
 
-step "Debian packages: Open MPI, libfabric, autotools, Python"
+# shellcheck disable=SC1091
+. /etc/os-release
+case "${VERSION_CODENAME:-}" in
+bookworm) PLATFORM="Debian 12" ;;
+trixie) PLATFORM="Debian 13" ;;
+forky | sid) PLATFORM="Debian unstable" ;;
+*) die "unsupported platform '${PRETTY_NAME:-unknown}': Debian 12, 13 or unstable" ;;
+esac
+# The suite apt knows this system by (unstable's os-release names the next release).
+SUITE=$VERSION_CODENAME
+[ "$PLATFORM" = "Debian unstable" ] && SUITE=sid
+
+PACKAGES=(openmpi-bin libopenmpi-dev libfabric-dev libfabric-bin
+    autoconf automake libtool pkg-config make gcc libc6-dev python3 python3-venv)
+if [ "$PLATFORM" = "Debian 12" ]; then
+    # Python packages come from PyPI into the venv.
+    PACKAGES+=(python3-dev)
+else
+    # Open MPI 5's headers need these; Python packages come from Debian (pip
+    # inside such a root does not see the host's package index).
+    PACKAGES+=(libpmix-dev libhwloc-dev libevent-dev dpkg-dev
+        python3-mpi4py python3-numpy python3-pytest python3-cffi python3-matplotlib)
+fi
+
+step "$PLATFORM: Debian packages (Open MPI, libfabric, autotools, Python)"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-apt-get install -y -qq --no-install-recommends \
-    openmpi-bin libopenmpi-dev libfabric-dev libfabric-bin \
-    autoconf automake libtool pkg-config make gcc \
-    python3 python3-venv python3-dev >/dev/null
+apt-get install -y -qq --no-install-recommends "${PACKAGES[@]}" >/dev/null
+
+CONFIGURE_ARGS=(--prefix="$PREFIX")
+OMPI_DEB_VERSION=$(dpkg-query -W -f='${Version}' libopenmpi-dev)
+case "$(ompi_info --parsable | sed -n 's/^ompi:version:full://p')" in
+4.1.*) ;;
+*)
+    # Open MPI 5/6: the headers Debian leaves out come from the same version's source.
+    src_dir=$CACHE/openmpi-src/$OMPI_DEB_VERSION
+    if [ ! -f "$src_dir/.complete" ]; then
+        step "Open MPI $OMPI_DEB_VERSION source (apt-get source), for the headers Debian does not install"
+        if ensure_deb_src "$SUITE"; then
+            apt-get update -qq
+        fi
+        rm -rf "$src_dir"
+        mkdir -p "$src_dir"
+        (cd "$src_dir" && apt-get source -qq "openmpi=$OMPI_DEB_VERSION" >/dev/null 2>&1) ||
+            die "apt-get source openmpi=$OMPI_DEB_VERSION failed"
+        touch "$src_dir/.complete"
+    fi
+    tree=$(find "$src_dir" -mindepth 1 -maxdepth 1 -type d -name 'openmpi-*' | head -n1)
+    [ -n "$tree" ] || die "no openmpi-* source tree in $src_dir"
+    CONFIGURE_ARGS+=(--with-ompi-source="$tree")
+    ;;
+esac
 
 step "Python environment in $VENV (mpi4py, numpy, cffi, pytest; matplotlib for the benchmarks)"
-python3 -m venv "$VENV"
-"$VENV/bin/pip" install -q --upgrade pip
-"$VENV/bin/pip" install -q -r python_tests/requirements.txt -r osc_harness/requirements.txt
+if [ "$PLATFORM" = "Debian 12" ]; then
+    python3 -m venv "$VENV"
+    "$VENV/bin/pip" install -q --upgrade pip
+    "$VENV/bin/pip" install -q -r python_tests/requirements.txt -r osc_harness/requirements.txt
+else
+    python3 -m venv --system-site-packages "$VENV"
+    "$VENV/bin/python" -c 'import mpi4py, numpy, cffi, pytest, matplotlib' ||
+        die "Debian's python3 packages are not importable from $VENV"
+fi
 
 step "Build and install btl-ofi into $PREFIX"
 autoreconf -fi >/dev/null 2>&1
-./configure -q --prefix="$PREFIX"
+./configure -q "${CONFIGURE_ARGS[@]}"
 make -s -j"$(nproc)"
 make -s install >/dev/null
 
@@ -34,6 +96,6 @@ step "Demo: 2 ranks, one-sided operations through btl-ofi on the shm provider"
 # shellcheck disable=SC1091
 . "$PREFIX/share/btl-ofi/btl-ofi-env.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-ompi_info | grep "MCA btl: ofi"
-mpirun -np 2 --mca pml ob1 --mca btl self,vader,ofi --mca osc rdma \
-    --mca btl_ofi_provider_include shm "$PREFIX/libexec/btl-ofi/osc_demo"
+ompi_info | grep "MCA btl: $BTL_OFI_COMPONENT "
+mpirun -np 2 --mca pml ob1 --mca btl "self,$BTL_OFI_NODE_BTL,$BTL_OFI_COMPONENT" --mca osc rdma \
+    --mca "btl_${BTL_OFI_COMPONENT}_provider_include" shm "$PREFIX/libexec/btl-ofi/osc_demo"

@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# btl-ofi on another Debian: make a Debian root with debootstrap and run
+# commands in it, on a copy of this checkout.
+#
+#   scripts/debroot.sh [--suite SUITE] [--root DIR] create
+#   scripts/debroot.sh [--suite SUITE] [--root DIR] run CMD [ARG...]
+#   scripts/debroot.sh [--suite SUITE] [--root DIR] shell
+#   scripts/debroot.sh [--suite SUITE] [--root DIR] info
+#   scripts/debroot.sh [--suite SUITE] [--root DIR] remove
+#
+#   SUITE  trixie (Debian 13: Open MPI 5.0.x, libfabric 2.x; the default) or
+#          sid (Debian unstable: Open MPI 6.0 release candidates)
+#   DIR    where the root lives (default /var/cache/btl-ofi/debroot-SUITE)
+#
+# create   debootstrap --variant=minbase from the Debian mirror this machine's
+#          apt already uses (read from its sources), then Debian's Open MPI,
+#          libfabric and python3 packages. The root is kept and reused; it is
+#          made again when it is missing, unfinished, or its package list
+#          changed. About a minute.
+# run      create if needed, copy this checkout to /btl-ofi in the root (its
+#          tracked and untracked files, not what .gitignore lists, so builds
+#          made inside persist between runs) and run CMD there as root. The
+#          mounts CMD needs (/proc, /sys, /dev, /dev/pts, a tmpfs on /dev/shm,
+#          the host's MPI lock file) exist only in a mount namespace of its
+#          own, so they vanish with it whichever way it ends.
+# shell    the same, an interactive shell
+# info     the Debian, Open MPI and libfabric versions in the root
+# remove   delete the root (refused while anything is mounted below it)
+#
+# Exit status: CMD's for run; 2 for a usage or setup error. Needs root.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/.." && pwd)
+# shellcheck source=scripts/apt-sources.sh
+. "$HERE/apt-sources.sh"
+
+SUITE=trixie
+ROOT=
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --suite) SUITE=$2; shift 2 ;;
+    --root) ROOT=$2; shift 2 ;;
+    -h | --help) sed -n '2,/^set /{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) break ;;
+    esac
+done
+ACTION=${1:-}
+[ $# -gt 0 ] && shift
+
+die() { echo "debroot: $*" >&2; exit 2; }
+case "$SUITE" in trixie | sid) ;; *) die "unknown suite '$SUITE' (trixie or sid)" ;; esac
+[ -n "$ROOT" ] || ROOT=/var/cache/btl-ofi/debroot-$SUITE
+[ "$(id -u)" = 0 ] || die "needs root (debootstrap, chroot, mounts)"
+
+# What the root holds besides debootstrap's minimal base; setup.sh inside adds
+# the build tools it needs, as it does on the host.
+PACKAGES="ca-certificates openmpi-bin libopenmpi-dev libfabric-dev libfabric-bin
+python3-mpi4py python3-numpy python3-pytest python3-cffi"
+STAMP_FILE=etc/btl-ofi-debroot
+STAMP="suite=$SUITE packages=$(echo $PACKAGES)"
+LOCK=/tmp/btl-ofi-mpi.lock
+WORKDIR=/btl-ofi
+
+host_tools() {
+    local missing=()
+    command -v debootstrap >/dev/null || missing+=(debootstrap)
+    command -v rsync >/dev/null || missing+=(rsync)
+    command -v unshare >/dev/null || missing+=(util-linux)
+    [ ${#missing[@]} -eq 0 ] && return 0
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        "${missing[@]}" >/dev/null || die "apt-get install ${missing[*]} failed"
+}
+
+mounted_below() { findmnt -rn -o TARGET | awk -v r="$1" 'index($0, r "/") == 1 || $0 == r'; }
+
+# rm -rf only a root nothing is mounted in, and never across file systems.
+delete_root() {
+    local dir=$1 mounts
+    [ -e "$dir" ] || return 0
+    mounts=$(mounted_below "$dir")
+    [ -z "$mounts" ] || die "refusing to delete $dir: still mounted there: $mounts"
+    rm -rf --one-file-system "$dir" || die "could not delete $dir"
+}
+
+# in_root DIR CMD...: CMD inside DIR, in a private mount namespace.
+in_root() {
+    local dir=$1
+    shift
+    touch "$LOCK"
+    unshare --mount --propagation private -- /bin/bash -c '
+        set -e
+        r=$1 lock=$2 workdir=$3; shift 3
+        mount -t proc proc "$r/proc"
+        mount --rbind /sys "$r/sys"
+        mount --rbind /dev "$r/dev"
+        mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$r/dev/shm"
+        mkdir -p "$r/tmp" && touch "$r$lock" && mount --bind "$lock" "$r$lock"
+        cd "$r"
+        exec chroot "$r" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" \
+            PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+            CI="${CI:-}" PYTEST_ADDOPTS="${PYTEST_ADDOPTS:-}" \
+            /bin/sh -c "cd \"$workdir\" 2>/dev/null || cd /; exec \"\$@\"" sh "$@"
+    ' debroot "$dir" "$LOCK" "$WORKDIR" "$@"
+}
+
+create() {
+    local partial=$ROOT.partial mirror
+    if [ -f "$ROOT/$STAMP_FILE" ] && [ "$(cat "$ROOT/$STAMP_FILE")" = "$STAMP" ]; then
+        return 0
+    fi
+    host_tools
+    mirror=$(debian_mirror) || die "no Debian mirror in this machine's apt sources"
+    delete_root "$ROOT"
+    delete_root "$partial"
+    mkdir -p "$(dirname "$ROOT")" || die "cannot create $(dirname "$ROOT")"
+    echo "debroot: debootstrap --variant=minbase $SUITE (mirror from this machine's apt sources)"
+    debootstrap --variant=minbase "$SUITE" "$partial" "$mirror" >"$partial.log" 2>&1 ||
+        { tail -n 20 "$partial.log" >&2; die "debootstrap $SUITE failed (log: $partial.log)"; }
+    cp /etc/resolv.conf "$partial/etc/resolv.conf" 2>/dev/null || true
+    echo "debroot: apt-get install $(echo $PACKAGES)"
+    # shellcheck disable=SC2086
+    in_root "$partial" /bin/sh -c "export DEBIAN_FRONTEND=noninteractive; apt-get update -qq &&
+        apt-get install -y -qq --no-install-recommends $(echo $PACKAGES) >/dev/null" ||
+        die "apt-get install in the $SUITE root failed"
+    echo "$STAMP" >"$partial/$STAMP_FILE"
+    mv "$partial" "$ROOT" && rm -f "$partial.log" || die "cannot move $partial to $ROOT"
+}
+
+# This checkout's files into the root; ignored files (builds) there are kept.
+sync_checkout() {
+    host_tools
+    mkdir -p "$ROOT$WORKDIR"
+    rsync -a --delete --exclude=/.git --filter=':- .gitignore' "$REPO/" "$ROOT$WORKDIR/" ||
+        die "copying the checkout into the root failed"
+}
+
+case "$ACTION" in
+create) create ;;
+run)
+    [ $# -gt 0 ] || die "run needs a command"
+    create
+    sync_checkout
+    in_root "$ROOT" "$@"
+    exit $?
+    ;;
+shell)
+    create
+    sync_checkout
+    in_root "$ROOT" /bin/bash -l
+    ;;
+info)
+    create
+    in_root "$ROOT" /bin/sh -c 'printf "Debian %s; " "$(cat /etc/debian_version)";
+        ompi_info --version | head -n1; fi_info --version | head -n1'
+    ;;
+remove) delete_root "$ROOT" ;;
+*) die "usage: debroot.sh [--suite trixie|sid] [--root DIR] create|run CMD...|shell|info|remove" ;;
+esac
