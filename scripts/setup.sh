@@ -43,7 +43,8 @@ else
     # Open MPI 5's headers need these; Python packages come from Debian (pip
     # inside such a root does not see the host's package index).
     PACKAGES+=(libpmix-dev libhwloc-dev libevent-dev dpkg-dev
-        python3-mpi4py python3-numpy python3-pytest python3-cffi python3-matplotlib)
+        python3-mpi4py python3-numpy python3-pytest python3-cffi python3-matplotlib
+        python3-dev python3-setuptools)
 fi
 
 step "$PLATFORM: Debian packages (Open MPI, libfabric, autotools, Python)"
@@ -82,7 +83,7 @@ if [ "$PLATFORM" = "Debian 12" ]; then
     "$VENV/bin/pip" install -q -r python_tests/requirements.txt -r osc_harness/requirements.txt
 else
     python3 -m venv --system-site-packages "$VENV"
-    "$VENV/bin/python" -c 'import mpi4py, numpy, cffi, pytest, matplotlib' ||
+    "$VENV/bin/python" -c 'import mpi4py, numpy, cffi, pytest, matplotlib, setuptools' ||
         die "Debian's python3 packages are not importable from $VENV"
 fi
 
