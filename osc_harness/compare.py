@@ -4,11 +4,13 @@
 One invocation runs every configuration in turn (A B C A B C ...) for N
 repetitions, so slow drifts of the machine hit all of them alike:
 
-  ours     our btl/ofi + osc/rdma on a provider (our component path first)
+  ours     btl-ofi (btl/ofirma) + osc/rdma on a provider
   stock    Open MPI's btl/ofi + osc/rdma on the same provider
-  vader    btl/vader + osc/rdma
+  vader    Open MPI 4.1: btl/vader + osc/rdma
+  sm       Open MPI 5: osc/rdma over btl/sm (active-message emulation)
+  tcp      Open MPI 5: osc/rdma over btl/tcp on loopback (active-message emulation)
   ucx      osc/ucx (only if this Open MPI has it)
-  pt2pt    osc/pt2pt over btl/vader
+  pt2pt    Open MPI 4.1: osc/pt2pt over btl/vader
   raw      ofi_rma_ref: raw libfabric on the same provider, the provider's limit
 
 Per metric it reports min and median over the repetitions and the ratio of
@@ -75,11 +77,16 @@ def read_env_file(path):
     out = subprocess.run(["bash", "-c", 'set -a; source "$1"; env -0', "_", path],
                          check=True, capture_output=True, env={"PATH": os.environ["PATH"]})
     env = dict(item.split("=", 1) for item in out.stdout.decode().split("\0") if "=" in item)
-    wanted = ("OMPI_MCA_mca_component_path", "BTL_OFI_COMPONENT_DIR", "BTL_OFI_OMPI_PKGLIBDIR")
+    wanted = ("OMPI_MCA_mca_base_component_path", "BTL_OFI_COMPONENT_DIR",
+              "BTL_OFI_OMPI_PKGLIBDIR", "BTL_OFI_COMPONENT", "BTL_OFI_NODE_BTL",
+              "BTL_OFI_OMPI_VERSION")
     missing = [k for k in wanted if not env.get(k)]
     if missing:
         sys.exit(f"compare.py: {path} does not export {', '.join(missing)}")
-    return {k: env[k] for k in wanted}
+    paths = {k: env[k] for k in wanted}
+    paths["PMIX_MCA_mca_base_component_path"] = env.get("PMIX_MCA_mca_base_component_path", "")
+    paths["major"] = int(paths["BTL_OFI_OMPI_VERSION"].split(".")[0])
+    return paths
 
 
 def find_env_file(arg):
@@ -104,23 +111,30 @@ def has_osc_ucx(env):
 
 def build_configs(providers, paths, ucx):
     rdma = ["--mca", "pml", "ob1", "--mca", "osc", "rdma"]
-    ours_path, stock_path = paths["OMPI_MCA_mca_component_path"], paths["BTL_OFI_OMPI_PKGLIBDIR"]
+    ours_path, stock_path = paths["OMPI_MCA_mca_base_component_path"], paths["BTL_OFI_OMPI_PKGLIBDIR"]
+    ours, node = paths["BTL_OFI_COMPONENT"], paths["BTL_OFI_NODE_BTL"]
     configs = []
     for prov in providers:
         configs.append(Config("ours", prov, "mpi", ours_path, rdma + [
-            "--mca", "btl", "self,vader,ofi", "--mca", "btl_ofi_provider_include", prov]))
+            "--mca", "btl", f"self,{node},{ours}", "--mca", f"btl_{ours}_provider_include", prov]))
         # The stock component excludes shm, sockets, tcp and udp by default: without
         # clearing its exclude list the window would silently go to another BTL.
         configs.append(Config("stock", prov, "mpi", stock_path, rdma + [
-            "--mca", "btl", "self,vader,ofi", "--mca", "btl_ofi_provider_include", prov,
+            "--mca", "btl", f"self,{node},ofi", "--mca", "btl_ofi_provider_include", prov,
             "--mca", "btl_ofi_provider_exclude", ""]))
         configs.append(Config("raw", prov, "raw"))
-    configs.append(Config("vader", "", "mpi", stock_path, rdma + ["--mca", "btl", "self,vader"]))
+    # the node BTL with osc/rdma: btl/vader directly (4.1), active messages over btl/sm (5.0)
+    configs.append(Config(node, "", "mpi", stock_path, rdma + ["--mca", "btl", f"self,{node}"]))
+    if paths["major"] >= 5:
+        # what a 5.0 user gets between hosts without btl-ofi: active messages over btl/tcp
+        configs.append(Config("tcp", "", "mpi", stock_path, rdma + [
+            "--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo"]))
     if ucx[0]:
         configs.append(Config("ucx", "", "mpi", stock_path, [
-            "--mca", "pml", "ob1", "--mca", "btl", "self,vader", "--mca", "osc", "ucx"]))
-    configs.append(Config("pt2pt", "", "mpi", stock_path, [
-        "--mca", "pml", "ob1", "--mca", "btl", "self,vader", "--mca", "osc", "pt2pt"]))
+            "--mca", "pml", "ob1", "--mca", "btl", f"self,{node}", "--mca", "osc", "ucx"]))
+    if paths["major"] < 5:
+        configs.append(Config("pt2pt", "", "mpi", stock_path, [
+            "--mca", "pml", "ob1", "--mca", "btl", "self,vader", "--mca", "osc", "pt2pt"]))
     return configs
 
 
@@ -152,10 +166,13 @@ def bench_args(bench, mode, kind):
     return prog, args + common
 
 
-def run_env(cfg, base_env):
-    env = {k: v for k, v in base_env.items() if not k.startswith("OMPI_MCA_")}
+def run_env(cfg, base_env, paths):
+    env = {k: v for k, v in base_env.items() if not k.startswith(("OMPI_MCA_", "PMIX_MCA_"))}
+    env["BTL_OFI_COMPONENT"] = paths["BTL_OFI_COMPONENT"]  # the harness reads our counters by it
     if cfg.kind == "mpi":
-        env["OMPI_MCA_mca_component_path"] = cfg.component_path
+        env["OMPI_MCA_mca_base_component_path"] = cfg.component_path
+        if paths["PMIX_MCA_mca_base_component_path"]:
+            env["PMIX_MCA_mca_base_component_path"] = paths["PMIX_MCA_mca_base_component_path"]
         if os.geteuid() == 0:
             env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
             env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
@@ -226,7 +243,7 @@ def carried_label(cfg, meta, row, paths):
     ours_dir = paths["BTL_OFI_COMPONENT_DIR"].rstrip("/") + "/"
     if row.get("carried_by") == "btl_ofi":
         return "btl-ofi (ours; counters moved)" if so.startswith(ours_dir) else \
-            f"btl-ofi counters moved, but mapped {so or 'no mca_btl_ofi.so'}"
+            f"btl-ofi counters moved, but mapped {so or 'no btl-ofi DSO'}"
     if so.startswith(ours_dir):
         return "not btl-ofi (ours loaded, counters idle)"
     if so:
@@ -268,7 +285,7 @@ def run_one(cfg, bench, mode, args, paths, base_env):
         cmd = [exe, "-p", cfg.provider, "-T", str(args.timeout)] + prog_args
     else:
         cmd = ["mpirun", "-np", "2"] + cfg.mca + [exe] + prog_args
-    rc, out, err, secs = locked_run(cmd, run_env(cfg, base_env), args.timeout)
+    rc, out, err, secs = locked_run(cmd, run_env(cfg, base_env, paths), args.timeout)
     meta, rows = parse_records(out)
     status = classify(rc, err)
     result = {"config": cfg.label, "bench": bench, "cmd": cmd, "status": status, "rc": rc,
@@ -337,7 +354,9 @@ def check(targets, name, value, limit, op, detail):
                     "detail": f"{detail}: {value:.2f}x (needs {op} {limit}x)"})
 
 
-def evaluate_targets(stats, providers):
+def evaluate_targets(stats, providers, major):
+    if major >= 5:
+        return evaluate_targets_5(stats, providers)
     t = []
     ours, stock, vader = "ours[shm]", "stock[shm]", "vader"
     lat_keys = sorted(k for k in stats.get(ours, {}) if k[0] == "lat_us")
@@ -362,6 +381,29 @@ def evaluate_targets(stats, providers):
         for key in sorted(k for k in stats.get(o, {}) if k[0] == "bw_MBps" and k[2] >= 1 << 20):
             check(t, f"{prov} {key[1]} bandwidth {key[2]} B >= 0.9x raw",
                   ratio(stats, o, r, key), 0.9, ">=", "ours/raw median")
+    return t
+
+
+def evaluate_targets_5(stats, providers):
+    """Open MPI 5: never behind the stock btl/ofi on the same provider (within 5 %),
+    and ahead of osc/rdma over btl/tcp (active messages) on tcp;ofi_rxm."""
+    t = []
+    for prov in providers:
+        o, st = f"ours[{prov}]", f"stock[{prov}]"
+        for key in sorted(k for k in stats.get(o, {}) if k[0] == "lat_us"):
+            check(t, f"{prov} {key[1]} {key[2]} B latency <= 1.05x stock",
+                  ratio(stats, o, st, key), 1.05, "<=", "ours/stock median")
+        for key in sorted(k for k in stats.get(o, {}) if k[0].endswith("_MBps")):
+            check(t, f"{prov} {key[1]} {key[2]} B {key[0]} >= stock/1.05",
+                  ratio(stats, o, st, key), 1 / 1.05, ">=", "ours/stock median")
+    if "tcp;ofi_rxm" in providers:
+        o = "ours[tcp;ofi_rxm]"
+        for key in sorted(k for k in stats.get(o, {}) if k[0] == "lat_us"):
+            check(t, f"tcp;ofi_rxm {key[1]} {key[2]} B latency < osc/rdma over btl/tcp",
+                  ratio(stats, o, "tcp", key), 1.0, "<=", "ours/tcp median")
+        for key in sorted(k for k in stats.get(o, {}) if k[0].endswith("_MBps")):
+            check(t, f"tcp;ofi_rxm {key[1]} {key[2]} B {key[0]} > osc/rdma over btl/tcp",
+                  ratio(stats, o, "tcp", key), 1.0, ">=", "ours/tcp median")
     return t
 
 
@@ -517,7 +559,7 @@ def parse_args():
     p.add_argument("--providers", help="comma-separated; ';' inside a name is kept "
                    "(default quick: shm,sockets,tcp;ofi_rxm; full adds udp;ofi_rxd)")
     p.add_argument("--only", help="comma-separated configuration names to run "
-                   "(ours,stock,raw,vader,ucx,pt2pt)")
+                   "(ours,stock,raw,vader,sm,tcp,ucx,pt2pt)")
     p.add_argument("--benches", help="comma-separated benchmarks (latency,bw,bw_fence,bibw,"
                    "msgrate,atomic_rate)")
     p.add_argument("--bin-dir", default=os.environ.get("OSC_HARNESS_BIN", REPO),
@@ -543,7 +585,7 @@ def main():
     paths = read_env_file(env_file)
     base_env = dict(os.environ)
     ucx = has_osc_ucx(run_env(Config("probe", "", "mpi", paths["BTL_OFI_OMPI_PKGLIBDIR"]),
-                              base_env))
+                              base_env, paths))
     configs = build_configs(providers, paths, ucx)
     if args.only:
         keep = set(args.only.split(","))
@@ -592,7 +634,7 @@ def main():
         "seconds": round(time.monotonic() - start, 1),
         "statuses": statuses, "stats_by_key": stats,
     }
-    report["targets"] = evaluate_targets(stats, providers)
+    report["targets"] = evaluate_targets(stats, providers, paths["major"])
     md = markdown(report, configs)
     report["plots"] = plot(report, configs, outdir)
     with open(os.path.join(outdir, "results.md"), "w") as f:

@@ -5,6 +5,7 @@ btl/ofi, and another one-sided path with our component loaded but idle
 active-message emulation over btl/sm)."""
 
 import os
+import re
 import subprocess
 
 import pytest
@@ -40,15 +41,25 @@ def _all_checks_exact(launch):
 
 
 def test_detector_accepts_btl_ofi(tmp_path, tested_providers, mpi_env_file):
-    """Positive control: the same plan through our component is 'carried'."""
+    """Positive control: the same plan through our component is 'carried'. With
+    the suite's BTL list (self, the node BTL, ours) osc/rdma uses our BTL
+    directly: on Open MPI 5 its verbose output names it on every rank
+    ("accelerated_query: selected btl: <ours>"), not btl/sm and not the
+    active-message emulation (4.1's osc/rdma prints no such line; the counters
+    are the proof there)."""
     provider = _provider(tested_providers)
-    launch = _run(tmp_path, provider)
+    launch = _run(tmp_path, provider, mca={"osc_base_verbose": "100"})
     verdict = outcome.launch_failure(launch, f"positive control on {provider}")
     if verdict:
         verdict.apply()
     carried, reasons = outcome.proof_of_path(launch, matrix.Group(provider, "default", 2, "base"))
     assert carried, f"detector rejects a run through btl-ofi on {provider}: {reasons}"
     assert _all_checks_exact(launch)
+    if launcher.ompi_major() >= 5:
+        chosen = re.findall(r"accelerated_query: selected btl: (\S+)", launch.stderr)
+        assert chosen == [launcher.component_name()] * 2, \
+            f"osc/rdma's direct BTL choice on the 2 ranks: {chosen} " \
+            f"(alternate: {'alternate btl' in launch.stderr})"
 
 
 def test_detector_rejects_stock_btl_ofi(tmp_path, tested_providers, mpi_env_file):
