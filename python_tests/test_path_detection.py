@@ -56,10 +56,12 @@ def test_detector_accepts_btl_ofi(tmp_path, tested_providers, mpi_env_file):
     assert carried, f"detector rejects a run through btl-ofi on {provider}: {reasons}"
     assert _all_checks_exact(launch)
     if launcher.ompi_major() >= 5:
+        # one line per window and rank
         chosen = re.findall(r"accelerated_query: selected btl: (\S+)", launch.stderr)
-        assert chosen == [launcher.component_name()] * 2, \
-            f"osc/rdma's direct BTL choice on the 2 ranks: {chosen} " \
-            f"(alternate: {'alternate btl' in launch.stderr})"
+        assert len(chosen) >= 2 and set(chosen) == {launcher.component_name()}, \
+            f"osc/rdma's direct BTL choices: {chosen}"
+        assert "found alternate btl" not in launch.stderr, \
+            "osc/rdma set up its active-message emulation"
 
 
 def test_detector_rejects_stock_btl_ofi(tmp_path, tested_providers, mpi_env_file):
