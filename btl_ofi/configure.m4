@@ -1,6 +1,6 @@
 # -*- shell-script -*-
 #
-# btl-ofi inside an Open MPI 4.1 source tree: this directory is copied over
+# btl-ofi inside an Open MPI 4.1 or 5.0 source tree: this directory is copied over
 # opal/mca/btl/ofi/ and Open MPI's autogen.pl picks up this macro. (The
 # standalone build of the same sources is the top-level configure.ac.)
 #
@@ -16,7 +16,16 @@ AC_DEFUN([MCA_opal_btl_ofi_CONFIG],[
 
     AC_CONFIG_FILES([opal/mca/btl/ofi/Makefile])
 
-    OPAL_CHECK_OFI
+    # 5.0's macro wants a prefix for its results, 4.1's takes no argument;
+    # both leave opal_ofi_happy and opal_ofi_{CPPFLAGS,LDFLAGS,LIBS} behind.
+    OPAL_CHECK_OFI([btl_ofi_check], [], [])
+
+    # The libtool library of libopen-pal: lib$(OPAL_LIB_NAME).la in 5.0,
+    # lib$(OPAL_LIB_PREFIX)open-pal.la in 4.1.
+    AS_IF([test -n "$OPAL_LIB_NAME"],
+          [btl_ofi_libopal='$(top_builddir)/opal/lib$(OPAL_LIB_NAME).la'],
+          [btl_ofi_libopal='$(top_builddir)/opal/lib$(OPAL_LIB_PREFIX)open-pal.la'])
+    AC_SUBST([btl_ofi_libopal])
 
     btl_ofi_happy=$opal_ofi_happy
     btl_ofi_why="libfabric was not found"

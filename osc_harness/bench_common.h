@@ -72,6 +72,9 @@ typedef struct bench_path {
 #define BENCH_CNT(id) (1u << (id))
 #define BENCH_CNT_RMA (BENCH_CNT(OFI_PVAR_PUTS) | BENCH_CNT(OFI_PVAR_GETS))
 #define BENCH_CNT_ANY (BENCH_CNT_RMA | BENCH_CNT(OFI_PVAR_ATOMICS))
+/* Compare-and-swap: a BTL atomic, or within one node on Open MPI 5 a get (and a
+ * put when it swaps) under osc/rdma's accumulate lock. */
+#define BENCH_CNT_CAS (BENCH_CNT(OFI_PVAR_ATOMICS) | BENCH_CNT(OFI_PVAR_GETS))
 
 /**
  * MPI_Init, option parsing and the 2-rank check.

@@ -24,6 +24,7 @@ typedef struct arate_op {
     const char *name;
     int adds; /* 1 if every operation adds one to the target word */
     bench_issue_fn issue;
+    unsigned counters; /* BENCH_CNT bits the operation moves */
 } arate_op_t;
 
 static void fop_issue(void *arg, size_t size, int j)
@@ -64,10 +65,10 @@ static void get_acc_issue(void *arg, size_t size, int j)
 }
 
 static const arate_op_t arate_ops[] = {
-    {"fop", 1, fop_issue},
-    {"cas", 0, cas_issue},
-    {"acc", 1, acc_issue},
-    {"get_acc", 1, get_acc_issue},
+    {"fop", 1, fop_issue, BENCH_CNT(OFI_PVAR_ATOMICS)},
+    {"cas", 0, cas_issue, BENCH_CNT_CAS},
+    {"acc", 1, acc_issue, BENCH_CNT(OFI_PVAR_ATOMICS)},
+    {"get_acc", 1, get_acc_issue, BENCH_CNT(OFI_PVAR_ATOMICS)},
 };
 
 #define NCOLS 8
@@ -95,7 +96,7 @@ static int run_one(arate_ctx_t *ctx, const arate_op_t *op, int *not_ours)
     valid = 0 == ctx->b.rank ||
             (op->adds ? word[0] == (int64_t) window * (warmup + iters) : 1 == word[1]);
     valid = bench_all_valid(valid);
-    path = bench_probe_end(&ctx->b, &probe, BENCH_CNT(OFI_PVAR_ATOMICS));
+    path = bench_probe_end(&ctx->b, &probe, op->counters);
     *not_ours += !path.ours;
     ops = (double) window * iters;
 

@@ -187,7 +187,7 @@ static const lat_op_t lat_ops[] = {
     {"acc", 0, 8, ATOMIC_CNT | BENCH_CNT_RMA, acc_issue, acc_prepare, acc_check},
     {"get_acc", 0, 8, ATOMIC_CNT | BENCH_CNT_RMA, get_acc_issue, acc_prepare, fetch_check},
     {"fop", 8, 8, ATOMIC_CNT, fop_issue, acc_prepare, fetch_check},
-    {"cas", 8, 8, ATOMIC_CNT, cas_issue, cas_prepare, cas_check},
+    {"cas", 8, 8, BENCH_CNT_CAS, cas_issue, cas_prepare, cas_check},
 };
 
 #define NCOLS 7

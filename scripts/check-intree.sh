@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
-# btl-ofi inside an Open MPI build: fetch Debian's Open MPI 4.1.4 source,
-# replace opal/mca/btl/ofi with this repository's btl_ofi/, build and install
-# that Open MPI into a scratch prefix, and run the one-sided checks with it.
+# btl-ofi inside an Open MPI build: fetch the source of the Open MPI this
+# Debian has (4.1.4 on Debian 12; 5.0.7 on Debian 13, e.g. in the root of
+# scripts/debroot.sh), replace opal/mca/btl/ofi with this repository's
+# btl_ofi/, build and install that Open MPI into a scratch prefix, and run the
+# one-sided checks with it. There the component keeps the name "ofi".
 # Opt-in and long (about 25-35 minutes per variant on 2 cores); not part of
 # the default test run.
 #
 #   scripts/check-intree.sh [--work DIR] [--jobs N] [--rebuild] [VARIANT...]
 #
-#   VARIANT   dso     btl/ofi built as mca_btl_ofi.so in the prefix (default build)
-#             static  --enable-mca-static=btl-ofi: linked into libopen-pal
+#   VARIANT   dso     btl/ofi built as mca_btl_ofi.so in the prefix (4.1: the default
+#                     build; 5.0: --enable-mca-dso=btl-ofi)
+#             static  linked into libopen-pal (4.1: --enable-mca-static=btl-ofi;
+#                     5.0: the default build)
 #             badofi  configure only, --with-ofi pointing at a libfabric whose
 #                     headers say API 1.4: configure must stop with btl-ofi's
 #                     reason (minutes, not a build)
 #             (default: badofi dso static)
-#   --work    scratch directory (default /var/tmp/btl-ofi-intree): source,
+#   --work    scratch directory (default /var/tmp/btl-ofi-intree-VERSION): source,
 #             build-VARIANT/, prefix-VARIANT/, project-VARIANT/, venv-VARIANT/
 #   --jobs    make -j (default: nproc)
 #   --rebuild build again even if the stamp says this btl_ofi/ was built
@@ -27,15 +31,30 @@
 #   3. osc_flush_visibility on shm (exit 2 would mean: not carried by btl-ofi)
 #   4. the Python conformance suite (python_tests/test_conformance.py) and the
 #      accumulate-lock contention test, with mpi4py compiled against that
-#      Open MPI, which reads btl_ofi_* pvars
+#      Open MPI (on Debian 13, whose root reaches no PyPI: Debian's mpi4py, on
+#      the scratch libmpi of the same version), which reads btl_ofi_* pvars
 # Exit: 0 all passed, 1 a check failed, 2 usage or a build step failed.
 # Needs root for apt-get (deb-src entry, build dependencies). Every mpirun
 # runs under flock /tmp/btl-ofi-mpi.lock.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
+# shellcheck source=scripts/apt-sources.sh
+. scripts/apt-sources.sh
 
-WORK=/var/tmp/btl-ofi-intree
+# The Open MPI of this Debian, whose source is built.
+OMPI_DEB_VERSION=$(dpkg-query -W -f='${Version}' libopenmpi-dev 2>/dev/null) || OMPI_DEB_VERSION=
+[ -n "$OMPI_DEB_VERSION" ] || { echo "check-intree: libopenmpi-dev is not installed" >&2; exit 2; }
+OMPI_UPSTREAM=${OMPI_DEB_VERSION%-*}
+OMPI_UPSTREAM=${OMPI_UPSTREAM#*:}
+# shellcheck disable=SC1091
+SUITE=$(. /etc/os-release && echo "$VERSION_CODENAME")
+case "$OMPI_UPSTREAM" in
+4.1.*) NODE_BTL=vader DSO_FLAG=() STATIC_FLAG=(--enable-mca-static=btl-ofi) ;;
+*) NODE_BTL=sm DSO_FLAG=(--enable-mca-dso=btl-ofi) STATIC_FLAG=() ;;
+esac
+
+WORK=/var/tmp/btl-ofi-intree-$OMPI_UPSTREAM
 JOBS=$(nproc)
 REBUILD=0
 VARIANTS=()
@@ -53,8 +72,7 @@ done
 [ ${#VARIANTS[@]} -gt 0 ] || VARIANTS=(badofi dso static)
 mkdir -p "$WORK" || exit 2
 WORK=$(cd "$WORK" && pwd)
-OMPI_DEB_VERSION=4.1.4
-OMPI_SRC=$WORK/openmpi-$OMPI_DEB_VERSION
+OMPI_SRC=$WORK/openmpi-$OMPI_UPSTREAM
 LOCK=/tmp/btl-ofi-mpi.lock
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
@@ -99,27 +117,17 @@ fetch_source() {
     [ -f "$OMPI_SRC/autogen.pl" ] && return 0
     [ "$(id -u)" = 0 ] || die "needs root for apt-get (deb-src entry and build dependencies)"
     export DEBIAN_FRONTEND=noninteractive
-    if ! grep -rqs '^Types:.*deb-src\|^deb-src ' /etc/apt/sources.list /etc/apt/sources.list.d/; then
-        step "Adding a deb-src entry for Debian bookworm (apt-get source needs one)"
-        cat >/etc/apt/sources.list.d/btl-ofi-deb-src.sources <<'EOF'
-Types: deb-src
-URIs: http://deb.debian.org/debian
-Suites: bookworm
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOF
+    if ensure_deb_src "$SUITE"; then
+        step "Added a deb-src entry for Debian $SUITE (the mirror apt already uses)"
     fi
     apt-get update -qq || die "apt-get update failed"
     step "Build dependencies of Open MPI (compilers, autotools, flex, hwloc, libevent, pmix, libfabric)"
     apt-get install -y -qq --no-install-recommends dpkg-dev build-essential autoconf automake \
         libtool flex perl pkg-config libhwloc-dev libevent-dev libpmix-dev libfabric-dev \
         python3-venv python3-dev git >/dev/null || die "apt-get install failed"
-    step "apt-get source openmpi=$OMPI_DEB_VERSION-* into $WORK"
-    local ver
-    ver=$(apt-cache showsrc openmpi | sed -n "s/^Version: \($OMPI_DEB_VERSION-.*\)/\1/p" | head -n1)
-    [ -n "$ver" ] || die "Debian has no openmpi $OMPI_DEB_VERSION source package here (apt-cache showsrc openmpi)"
-    (cd "$WORK" && apt-get source -qq "openmpi=$ver") >"$WORK/apt-source.log" 2>&1 ||
-        { tail -n 20 "$WORK/apt-source.log" >&2; die "apt-get source openmpi=$ver failed"; }
+    step "apt-get source openmpi=$OMPI_DEB_VERSION into $WORK"
+    (cd "$WORK" && apt-get source -qq "openmpi=$OMPI_DEB_VERSION") >"$WORK/apt-source.log" 2>&1 ||
+        { tail -n 20 "$WORK/apt-source.log" >&2; die "apt-get source openmpi=$OMPI_DEB_VERSION failed"; }
     [ -f "$OMPI_SRC/autogen.pl" ] || die "no $OMPI_SRC/autogen.pl after apt-get source"
 }
 
@@ -199,7 +207,7 @@ build_ompi() { # VARIANT
         echo "$STAMP" >"$build/.built"
         return 0
     fi
-    [ "$v" = static ] && extra=(--enable-mca-static=btl-ofi)
+    if [ "$v" = static ]; then extra=("${STATIC_FLAG[@]}"); else extra=("${DSO_FLAG[@]}"); fi
     rm -rf "$build" "$prefix"
     mkdir -p "$build"
     step "[$v] configure Open MPI into $prefix ${extra[*]}"
@@ -209,7 +217,7 @@ build_ompi() { # VARIANT
         --prefix='$prefix' --with-ofi --with-devel-headers \
         --with-hwloc=external --with-libevent=external \
         --with-pmix=/usr/lib/$(gcc -print-multiarch)/pmix2 \
-        --disable-mpi-fortran --disable-oshmem --enable-mca-no-build=io-romio321 \
+        --disable-mpi-fortran --disable-oshmem --enable-mca-no-build=io-romio321,io-romio341 \
         --without-ucx --without-verbs ${extra[*]}" || return 1
     grep -A3 'checking for MCA component opal:btl:ofi compile mode' "$build/config.log" | head -n 2 || true
     step "[$v] make -j$JOBS && make install (the long part)"
@@ -235,7 +243,11 @@ build_clients() { # VARIANT
     run "$proj/configure.log" bash -c "cd '$proj' && src/configure --with-ompi='$prefix' \
         --prefix='$proj/install'" || return 1
     run "$proj/make.log" make -C "$proj" -j"$JOBS" || return 1
-    if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import mpi4py' 2>/dev/null; then
+    if [ "$NODE_BTL" = sm ]; then
+        # Debian 13 (no PyPI in the root): Debian's mpi4py, built against the
+        # same Open MPI version, runs on this build's libmpi (LD_LIBRARY_PATH below)
+        [ -x "$venv/bin/python" ] || python3 -m venv --system-site-packages "$venv" || return 1
+    elif [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import mpi4py' 2>/dev/null; then
         step "[$v] Python venv with mpi4py compiled against $prefix"
         python3 -m venv "$venv" || return 1
         run "$venv/pip.log" "$venv/bin/pip" install -q --upgrade pip || return 1
@@ -246,14 +258,23 @@ build_clients() { # VARIANT
     # btl-ofi env file: only this Open MPI's own component directory.
     local pkglibdir
     pkglibdir=$(pkglibdir_of "$v") || return 1
-    cat >"$WORK/env-$v.sh" <<EOF
-# Open MPI $OMPI_DEB_VERSION built from source with btl-ofi in-tree ($v): $prefix
-export PATH="$prefix/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-export OMPI_MCA_mca_component_path="$pkglibdir"
-export BTL_OFI_COMPONENT_DIR="$pkglibdir"
-export BTL_OFI_OMPI_PKGLIBDIR="$pkglibdir"
-export BTL_OFI_LIBEXECDIR="$proj"
-EOF
+    local pmix_dir
+    pmix_dir=$(pkg-config --variable=libdir pmix 2>/dev/null)/pmix
+    {
+        echo "# Open MPI $OMPI_DEB_VERSION built from source with btl-ofi in-tree ($v): $prefix"
+        echo "export PATH=\"$prefix/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\""
+        echo "export LD_LIBRARY_PATH=\"$prefix/lib\""
+        echo "export OMPI_MCA_mca_base_component_path=\"$pkglibdir\""
+        if [ "$NODE_BTL" = sm ] && [ -d "$pmix_dir" ]; then
+            echo "export PMIX_MCA_mca_base_component_path=\"$pmix_dir\""
+        fi
+        echo "export BTL_OFI_COMPONENT=\"ofi\""
+        echo "export BTL_OFI_NODE_BTL=\"$NODE_BTL\""
+        echo "export BTL_OFI_OMPI_VERSION=\"$OMPI_UPSTREAM\""
+        echo "export BTL_OFI_COMPONENT_DIR=\"$pkglibdir\""
+        echo "export BTL_OFI_OMPI_PKGLIBDIR=\"$pkglibdir\""
+        echo "export BTL_OFI_LIBEXECDIR=\"$proj\""
+    } >"$WORK/env-$v.sh"
 }
 
 # ------------------------------------------------------------------ checks
@@ -271,9 +292,10 @@ pkglibdir_of() { # VARIANT
 scratch_mpirun() { # VARIANT TIMEOUT NP PROVIDER PROG ARGS...
     local v=$1 to=$2 np=$3 prov=$4; shift 4
     env -i HOME="$WORK" PATH="$WORK/prefix-$v/bin:/usr/bin:/bin" \
+        LD_LIBRARY_PATH="$WORK/prefix-$v/lib" BTL_OFI_COMPONENT=ofi \
         OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
         flock "$LOCK" timeout "$to" "$WORK/prefix-$v/bin/mpirun" -np "$np" --oversubscribe \
-        --bind-to none --mca pml ob1 --mca btl self,vader,ofi --mca osc rdma \
+        --bind-to none --mca pml ob1 --mca btl "self,$NODE_BTL,ofi" --mca osc rdma \
         --mca btl_ofi_provider_include "$prov" "$@"
 }
 

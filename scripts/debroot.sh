@@ -117,6 +117,11 @@ create() {
     debootstrap --variant=minbase "$SUITE" "$partial" "$mirror" >"$partial.log" 2>&1 ||
         { tail -n 20 "$partial.log" >&2; die "debootstrap $SUITE failed (log: $partial.log)"; }
     cp /etc/resolv.conf "$partial/etc/resolv.conf" 2>/dev/null || true
+    if [ "$SUITE" = sid ]; then
+        # unstable's Release file is valid for a week only; a mirror that is a
+        # dated snapshot (as this machine's may be) serves an expired one
+        echo 'Acquire::Check-Valid-Until "false";' >"$partial/etc/apt/apt.conf.d/99btl-ofi-snapshot"
+    fi
     echo "debroot: apt-get install $(echo $PACKAGES)"
     # shellcheck disable=SC2086
     in_root "$partial" /bin/sh -c "export DEBIAN_FRONTEND=noninteractive; apt-get update -qq &&

@@ -52,29 +52,28 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${PACKAGES[@]}" >/dev/null
 
-CONFIGURE_ARGS=(--prefix="$PREFIX")
-OMPI_DEB_VERSION=$(dpkg-query -W -f='${Version}' libopenmpi-dev)
-case "$(ompi_info --parsable | sed -n 's/^ompi:version:full://p')" in
-4.1.*) ;;
-*)
-    # Open MPI 5/6: the headers Debian leaves out come from the same version's source.
-    src_dir=$CACHE/openmpi-src/$OMPI_DEB_VERSION
+# Open MPI 5/6 on Debian: the headers libopenmpi-dev leaves out come from the
+# same version's source, fetched only when configure says it needs them.
+fetch_ompi_source() {
+    local version src_dir
+    version=$(dpkg-query -W -f='${Version}' libopenmpi-dev)
+    src_dir=$CACHE/openmpi-src/$version
     if [ ! -f "$src_dir/.complete" ]; then
-        step "Open MPI $OMPI_DEB_VERSION source (apt-get source), for the headers Debian does not install"
+        step "Open MPI $version source (apt-get source), for the headers Debian does not install" >&2
         if ensure_deb_src "$SUITE"; then
             apt-get update -qq
         fi
         rm -rf "$src_dir"
         mkdir -p "$src_dir"
-        (cd "$src_dir" && apt-get source -qq "openmpi=$OMPI_DEB_VERSION" >/dev/null 2>&1) ||
-            die "apt-get source openmpi=$OMPI_DEB_VERSION failed"
+        if ! (cd "$src_dir" && apt-get source -qq "openmpi=$version" >"$src_dir.log" 2>&1); then
+            tail -n 5 "$src_dir.log" >&2
+            die "apt-get source openmpi=$version failed: this machine's Debian mirror does not \
+serve that source package, which configure needs (above)"
+        fi
         touch "$src_dir/.complete"
     fi
-    tree=$(find "$src_dir" -mindepth 1 -maxdepth 1 -type d -name 'openmpi-*' | head -n1)
-    [ -n "$tree" ] || die "no openmpi-* source tree in $src_dir"
-    CONFIGURE_ARGS+=(--with-ompi-source="$tree")
-    ;;
-esac
+    find "$src_dir" -mindepth 1 -maxdepth 1 -type d -name 'openmpi-*' | head -n1
+}
 
 step "Python environment in $VENV (mpi4py, numpy, cffi, pytest; matplotlib for the benchmarks)"
 if [ "$PLATFORM" = "Debian 12" ]; then
@@ -89,7 +88,12 @@ fi
 
 step "Build and install btl-ofi into $PREFIX"
 autoreconf -fi >/dev/null 2>&1
-./configure -q "${CONFIGURE_ARGS[@]}"
+if ! ./configure -q --prefix="$PREFIX"; then
+    grep -q "installed headers are incomplete" config.log || die "configure failed (config.log)"
+    tree=$(fetch_ompi_source)
+    [ -n "$tree" ] || die "no openmpi-* source tree in $CACHE/openmpi-src"
+    ./configure -q --prefix="$PREFIX" --with-ompi-source="$tree"
+fi
 make -s -j"$(nproc)"
 make -s install >/dev/null
 
