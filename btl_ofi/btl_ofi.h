@@ -48,7 +48,7 @@ BEGIN_C_DECLS
  * btl_<name>_*.
  */
 #ifndef MCA_BTL_OFI_COMPONENT_NAME
-#    define MCA_BTL_OFI_COMPONENT_NAME "ofi"
+#define MCA_BTL_OFI_COMPONENT_NAME "ofi"
 #endif
 
 /*
@@ -59,9 +59,9 @@ BEGIN_C_DECLS
  * would otherwise be bound in place of ours (NOTES.txt section 12).
  */
 #ifdef MCA_BTL_OFI_COMPONENT_SYMBOL
-#    define MCA_BTL_OFI_COMPONENT_DECLSPEC __opal_attribute_visibility__("hidden")
+#define MCA_BTL_OFI_COMPONENT_DECLSPEC __opal_attribute_visibility__("hidden")
 #else
-#    define MCA_BTL_OFI_COMPONENT_DECLSPEC OPAL_DECLSPEC
+#define MCA_BTL_OFI_COMPONENT_DECLSPEC OPAL_DECLSPEC
 #endif
 
 /* Prefix of the component's verbose output: "btl:<name>: ". */

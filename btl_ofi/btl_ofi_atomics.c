@@ -93,9 +93,10 @@ static uint32_t mca_btl_ofi_atomics_advertise(const mca_btl_ofi_atomic_caps_t *c
         snprintf(list + strlen(list), sizeof(native_ops) - strlen(list), "%s%s", list[0] ? "," : "",
                  mca_btl_ofi_atomic_table[op].name);
     }
-    opal_output_verbose(
-        10, mca_btl_ofi_output, MCA_BTL_OFI_LOG "64-bit atomics native: %s; through compare-and-swap: %s",
-        native_ops[0] ? native_ops : "none", emulated_ops[0] ? emulated_ops : "none");
+    opal_output_verbose(10, mca_btl_ofi_output,
+                        MCA_BTL_OFI_LOG "64-bit atomics native: %s; through compare-and-swap: %s",
+                        native_ops[0] ? native_ops : "none",
+                        emulated_ops[0] ? emulated_ops : "none");
     if (caps->cswap[1]) {
         /* 32-bit ops are served natively or through a 32-bit compare-and-swap loop. */
         flags |= MCA_BTL_ATOMIC_SUPPORTS_32BIT;

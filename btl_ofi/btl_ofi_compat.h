@@ -20,20 +20,20 @@
 #include "opal/util/proc.h"
 
 #if BTL_VERSION >= 330
-#    include "opal/mca/pmix/pmix-internal.h"
-#    include "opal/mca/threads/mutex.h"
+#include "opal/mca/pmix/pmix-internal.h"
+#include "opal/mca/threads/mutex.h"
 #else
-#    include "opal/mca/pmix/pmix.h"
-#    include "opal/threads/mutex.h"
+#include "opal/mca/pmix/pmix.h"
+#include "opal/threads/mutex.h"
 #endif
 
 BEGIN_C_DECLS
 
 /** The MCA and BTL API versions this component declares (btl.h's own macro). */
 #if BTL_VERSION >= 330
-#    define MCA_BTL_OFI_BASE_VERSION MCA_BTL_BASE_VERSION_3_3_0
+#define MCA_BTL_OFI_BASE_VERSION MCA_BTL_BASE_VERSION_3_3_0
 #else
-#    define MCA_BTL_OFI_BASE_VERSION MCA_BTL_BASE_VERSION_3_1_0
+#define MCA_BTL_OFI_BASE_VERSION MCA_BTL_BASE_VERSION_3_1_0
 #endif
 
 /*
@@ -42,9 +42,9 @@ BEGIN_C_DECLS
  * osc/rdma uses a BTL directly only if it is set.
  */
 #if BTL_VERSION >= 330
-#    define MCA_BTL_OFI_FLAG_REMOTE_COMPLETION MCA_BTL_FLAGS_RDMA_REMOTE_COMPLETION
+#define MCA_BTL_OFI_FLAG_REMOTE_COMPLETION MCA_BTL_FLAGS_RDMA_REMOTE_COMPLETION
 #else
-#    define MCA_BTL_OFI_FLAG_REMOTE_COMPLETION 0
+#define MCA_BTL_OFI_FLAG_REMOTE_COMPLETION 0
 #endif
 
 /*
@@ -56,14 +56,14 @@ BEGIN_C_DECLS
  * reaches each peer, and ours cannot send. So it says more than btl/tcp (100).
  */
 #if BTL_VERSION >= 330
-#    define MCA_BTL_OFI_LATENCY 200
+#define MCA_BTL_OFI_LATENCY 200
 #else
-#    define MCA_BTL_OFI_LATENCY 0
+#define MCA_BTL_OFI_LATENCY 0
 #endif
 
 /* libfabric 1.x's rdma/fabric.h defines container_of; 2.x no longer does. */
 #ifndef container_of
-#    define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 #endif
 
 /**

@@ -207,11 +207,10 @@ static void mca_btl_ofi_register_completion(void)
                      names ? names : "?")) {
         help = NULL;
     }
-    (void)mca_base_component_var_register(&mca_btl_ofi_component.super.btl_version, "completion",
-                                          help ? help : "How remote completion is proven",
-                                          MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4,
-                                          MCA_BASE_VAR_SCOPE_READONLY,
-                                          &mca_btl_ofi_component.completion_text);
+    (void)mca_base_component_var_register(
+        &mca_btl_ofi_component.super.btl_version, "completion",
+        help ? help : "How remote completion is proven", MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0,
+        OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, &mca_btl_ofi_component.completion_text);
     free(help);
     free(names);
 }
@@ -286,11 +285,10 @@ static bool mca_btl_ofi_params_valid(void)
     if (!mca_btl_ofi_parse_completion(mca_btl_ofi_component.completion_text,
                                       &mca_btl_ofi_component.completion)) {
         char *names = mca_btl_ofi_completion_names();
-        mca_btl_ofi_decline("bad-choice", mca_btl_ofi_param_name("completion", name, sizeof(name)),
-                            mca_btl_ofi_component.completion_text
-                                ? mca_btl_ofi_component.completion_text
-                                : "",
-                            names ? names : "?", NULL);
+        mca_btl_ofi_decline(
+            "bad-choice", mca_btl_ofi_param_name("completion", name, sizeof(name)),
+            mca_btl_ofi_component.completion_text ? mca_btl_ofi_component.completion_text : "",
+            names ? names : "?", NULL);
         free(names);
         return false;
     }

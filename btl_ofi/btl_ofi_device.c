@@ -162,8 +162,8 @@ static void mca_btl_ofi_close_fid(struct fid **fid, const char *what)
     }
     rc = fi_close(*fid);
     if (0 != rc) {
-        opal_output_verbose(1, mca_btl_ofi_output, MCA_BTL_OFI_LOG "closing the %s failed: %s", what,
-                            fi_strerror(-rc));
+        opal_output_verbose(1, mca_btl_ofi_output, MCA_BTL_OFI_LOG "closing the %s failed: %s",
+                            what, fi_strerror(-rc));
     }
     *fid = NULL;
 }

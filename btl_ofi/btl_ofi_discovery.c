@@ -478,7 +478,7 @@ struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads)
 
     opal_output_verbose(10, mca_btl_ofi_output,
                         MCA_BTL_OFI_LOG "selected provider %s (fabric %s, domain %s), mr_mode %s, "
-                        "completion %s",
+                                        "completion %s",
                         chosen->fabric_attr->prov_name, chosen->fabric_attr->name,
                         chosen->domain_attr->name,
                         mca_btl_ofi_mr_mode_str(chosen->domain_attr->mr_mode, mode, sizeof(mode)),

@@ -90,10 +90,10 @@ static mca_btl_base_endpoint_t *mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t
         return NULL;
     }
     if (0 != strncmp(msg->provider, module->info->fabric_attr->prov_name, sizeof(msg->provider))) {
-        opal_output_verbose(1, mca_btl_ofi_output,
-                            MCA_BTL_OFI_LOG "peer %s uses provider %.64s, this process %s: unreachable",
-                            OPAL_NAME_PRINT(proc->proc_name), msg->provider,
-                            module->info->fabric_attr->prov_name);
+        opal_output_verbose(
+            1, mca_btl_ofi_output,
+            MCA_BTL_OFI_LOG "peer %s uses provider %.64s, this process %s: unreachable",
+            OPAL_NAME_PRINT(proc->proc_name), msg->provider, module->info->fabric_attr->prov_name);
         free(msg);
         return NULL;
     }

@@ -72,7 +72,8 @@ static void mca_btl_ofi_drain_bounded(mca_btl_ofi_module_t *module)
     }
     if (atomic_load(&module->outstanding) > 0) {
         opal_output_verbose(1, mca_btl_ofi_output,
-                            MCA_BTL_OFI_LOG "finalize abandons %ld operations that did not complete",
+                            MCA_BTL_OFI_LOG
+                            "finalize abandons %ld operations that did not complete",
                             (long)atomic_load(&module->outstanding));
     }
 }

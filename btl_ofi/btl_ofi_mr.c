@@ -77,7 +77,8 @@ void mca_btl_ofi_reg_destroy(mca_btl_ofi_reg_t *reg)
     if (NULL != reg->mr) {
         int rc = fi_close(&reg->mr->fid);
         if (0 != rc) {
-            opal_output_verbose(1, mca_btl_ofi_output, MCA_BTL_OFI_LOG "closing a registration failed: %s",
+            opal_output_verbose(1, mca_btl_ofi_output,
+                                MCA_BTL_OFI_LOG "closing a registration failed: %s",
                                 fi_strerror(-rc));
         }
     }
@@ -143,8 +144,8 @@ void mca_btl_ofi_regs_release(mca_btl_ofi_module_t *module)
         mca_btl_ofi_reg_release((mca_btl_ofi_reg_t *)item);
     }
     if (0 != leftover) {
-        opal_output_verbose(10, mca_btl_ofi_output,
-                            MCA_BTL_OFI_LOG "released %zu registrations the upper layer left behind",
-                            leftover);
+        opal_output_verbose(
+            10, mca_btl_ofi_output,
+            MCA_BTL_OFI_LOG "released %zu registrations the upper layer left behind", leftover);
     }
 }

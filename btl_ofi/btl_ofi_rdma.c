@@ -161,7 +161,8 @@ void mca_btl_ofi_put_proof_post(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *
         mca_btl_ofi_defer(module, put);
         return;
     }
-    opal_output_verbose(1, mca_btl_ofi_output, MCA_BTL_OFI_LOG "fi_read (put proof) failed: %s (%zd)",
+    opal_output_verbose(1, mca_btl_ofi_output,
+                        MCA_BTL_OFI_LOG "fi_read (put proof) failed: %s (%zd)",
                         fi_strerror((int)-rc), rc);
     mca_btl_ofi_put_part_done(module, put, OPAL_ERROR);
 }

@@ -174,7 +174,8 @@ void mca_btl_ofi_decline(const char *topic, ...)
     int rc = OPAL_ERROR;
 
     if (mca_btl_ofi_report.declined) {
-        opal_output_verbose(10, mca_btl_ofi_output, MCA_BTL_OFI_LOG "also declining for: %s", topic);
+        opal_output_verbose(10, mca_btl_ofi_output, MCA_BTL_OFI_LOG "also declining for: %s",
+                            topic);
         return;
     }
     mca_btl_ofi_report.declined = true;
@@ -195,9 +196,9 @@ void mca_btl_ofi_decline(const char *topic, ...)
         mca_btl_ofi_report.shown = true;
         return;
     }
-    opal_output_verbose(10, mca_btl_ofi_output,
-                        MCA_BTL_OFI_LOG "declining (%s); the reason is shown once per job after the modex",
-                        topic);
+    opal_output_verbose(
+        10, mca_btl_ofi_output,
+        MCA_BTL_OFI_LOG "declining (%s); the reason is shown once per job after the modex", topic);
 }
 
 void mca_btl_ofi_decline_fi_call(const char *provider, const char *call, int rc)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 _CDEF = """
 const char *btlofi_tests_providers(void);
+long long btlofi_tests_rdm_caps(const char *name);
 """
 
 _SOURCE = r"""
@@ -65,6 +66,35 @@ const char *btlofi_tests_providers(void)
     }
     fi_freeinfo(list);
     return report;
+}
+
+/* Union of the caps of the RDM provider called exactly `name` (any caps asked
+ * for, every MR mode allowed), or -1 when libfabric has no such provider. */
+long long btlofi_tests_rdm_caps(const char *name)
+{
+    struct fi_info *hints = fi_allocinfo(), *list = NULL, *cur;
+    long long caps = -1;
+
+    if (NULL == hints) {
+        return -1;
+    }
+    hints->fabric_attr->prov_name = strdup(name);
+    hints->mode = FI_CONTEXT | FI_CONTEXT2;
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_RAW | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+                                  FI_MR_PROV_KEY | FI_MR_MMU_NOTIFY | FI_MR_RMA_EVENT |
+                                  FI_MR_ENDPOINT | FI_MR_HMEM;
+    if (0 == fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints,
+                        &list)) {
+        for (cur = list; cur; cur = cur->next) {
+            if (0 == strcmp(cur->fabric_attr->prov_name, name)) {
+                caps = (caps < 0 ? 0 : caps) | (long long) cur->caps;
+            }
+        }
+    }
+    fi_freeinfo(list);
+    fi_freeinfo(hints);
+    return caps;
 }
 """
 
@@ -124,6 +154,17 @@ def _extension():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+FI_RMA, FI_ATOMIC = 1 << 2, 1 << 4  # rdma/fabric.h
+
+
+@functools.lru_cache(maxsize=None)
+def rdm_caps(name):
+    """caps (FI_*) of the RDM provider called exactly `name`, or None if there is none."""
+    mod = _extension()
+    caps = mod.lib.btlofi_tests_rdm_caps(name.encode())
+    return None if caps < 0 else caps
 
 
 @functools.lru_cache(maxsize=None)

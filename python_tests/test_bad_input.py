@@ -57,6 +57,15 @@ itself; Open MPI continues without it.
   Available:  {available}
   Processes:  {processes}'''
 
+LACKS_CAPS = '''The libfabric provider named for btl-ofi offers reliable-datagram endpoints
+here, but not the RMA and atomics that one-sided MPI needs. btl-ofi is
+disabling itself; Open MPI continues without it.
+
+  Provider:   {provider}
+  Lacks:      {lacks}
+  Available:  {available}
+  Processes:  {processes}'''
+
 BAD_MR_MODE = '''btl-ofi cannot read the memory-registration modes it was given: give "none"
 or a comma-separated subset of virt_addr, prov_key, allocated, or a number
 made of those bits. btl-ofi is disabling itself; Open MPI continues without
@@ -196,6 +205,34 @@ def test_bad_parameter(case, nranks, tmp_path, mpi_env_file, component):
     mca, expected = CASES[case]
     expected = expected.replace("{available}", _available())
     _run_and_judge(tmp_path, nranks, expected, f"{case} ({mca})", component, ours=mca)
+
+
+# Names of providers that cannot serve one-sided MPI, as libfabric users write
+# them: libfabric 2.x's RDM tcp (RMA, no atomics) and sm2 (neither); on 1.17
+# there is no RDM provider of either name.
+LACKING = ("tcp", "sm2")
+
+
+def _lacks(caps):
+    missing = [name for bit, name in ((fabric.FI_RMA, "FI_RMA"), (fabric.FI_ATOMIC, "FI_ATOMIC"))
+               if not caps & bit]
+    return " and ".join(missing)
+
+
+@pytest.mark.parametrize("nranks", RANKS)
+@pytest.mark.parametrize("name", LACKING)
+def test_provider_lacking_rma_or_atomics(name, nranks, tmp_path, mpi_env_file, component):
+    """A provider name that libfabric knows as an RDM provider without RMA or
+    atomics is declined with what it lacks; a name it does not know at all gets
+    the unknown-provider message, listing what is available."""
+    caps = fabric.rdm_caps(name)
+    if caps is None:
+        expected = NOT_FOUND.replace("nosuchprov", name)
+    else:
+        assert _lacks(caps), f"{name} has RMA and atomics here: add it to the providers tested"
+        expected = LACKS_CAPS.replace("{provider}", name).replace("{lacks}", _lacks(caps))
+    _run_and_judge(tmp_path, nranks, expected.replace("{available}", _available()),
+                   f"provider {name}", component, provider=name)
 
 
 @pytest.mark.parametrize("nranks", RANKS)

@@ -50,8 +50,16 @@ OMPI_UPSTREAM=${OMPI_UPSTREAM#*:}
 # shellcheck disable=SC1091
 SUITE=$(. /etc/os-release && echo "$VERSION_CODENAME")
 case "$OMPI_UPSTREAM" in
-4.1.*) NODE_BTL=vader DSO_FLAG=() STATIC_FLAG=(--enable-mca-static=btl-ofi) ;;
-*) NODE_BTL=sm DSO_FLAG=(--enable-mca-dso=btl-ofi) STATIC_FLAG=() ;;
+4.1.*)
+    NODE_BTL=vader DSO_FLAG=() STATIC_FLAG=(--enable-mca-static=btl-ofi)
+    PMIX_FLAG=--with-pmix=/usr/lib/$(gcc -print-multiarch)/pmix2
+    ;;
+*)
+    NODE_BTL=sm DSO_FLAG=(--enable-mca-dso=btl-ofi) STATIC_FLAG=()
+    # as Debian builds it: pkg-config's flags also name include/pmix, where the
+    # bundled PRRTE finds PMIx's internal headers
+    PMIX_FLAG=--with-pmix=external
+    ;;
 esac
 
 WORK=/var/tmp/btl-ofi-intree-$OMPI_UPSTREAM
@@ -179,7 +187,7 @@ check_badofi() {
     step "[badofi] configure --with-ofi=$fake (headers say libfabric API 1.4)"
     (cd "$build" && "$OMPI_SRC/configure" --prefix="$build/none" --with-ofi="$fake" \
         --with-hwloc=external --with-libevent=external \
-        --with-pmix=/usr/lib/$(gcc -print-multiarch)/pmix2 \
+        $PMIX_FLAG \
         --disable-mpi-fortran --disable-oshmem) >"$build/configure.log" 2>&1
     local rc=$?
     grep -A1 'cannot be built' "$build/configure.log"
@@ -216,7 +224,7 @@ build_ompi() { # VARIANT
     run "$build/configure.log" bash -c "cd '$build' && '$OMPI_SRC/configure' \
         --prefix='$prefix' --with-ofi --with-devel-headers \
         --with-hwloc=external --with-libevent=external \
-        --with-pmix=/usr/lib/$(gcc -print-multiarch)/pmix2 \
+        $PMIX_FLAG \
         --disable-mpi-fortran --disable-oshmem --enable-mca-no-build=io-romio321,io-romio341 \
         --without-ucx --without-verbs ${extra[*]}" || return 1
     grep -A3 'checking for MCA component opal:btl:ofi compile mode' "$build/config.log" | head -n 2 || true
