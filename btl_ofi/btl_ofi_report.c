@@ -228,6 +228,7 @@ void mca_btl_ofi_report_now(const char *topic, ...)
 typedef struct mca_btl_ofi_tally_t {
     uint32_t count;
     char ranks[MCA_BTL_OFI_REPORT_RANKS_LEN + 8];
+    bool ranks_cut;               /**< the list ended in "..." */
     uint32_t run_first, run_last; /**< the range of ranks not yet written */
     char *hosts[MCA_BTL_OFI_REPORT_HOSTS];
     int nhosts;
@@ -239,8 +240,8 @@ static void mca_btl_ofi_tally_flush_run(mca_btl_ofi_tally_t *t)
     size_t used = strlen(t->ranks);
     char run[32];
 
-    if (used >= MCA_BTL_OFI_REPORT_RANKS_LEN) {
-        return; /* already cut short */
+    if (t->ranks_cut) {
+        return;
     }
     if (t->run_first == t->run_last) {
         snprintf(run, sizeof(run), "%s%u", used ? "," : "", (unsigned)t->run_first);
@@ -250,6 +251,7 @@ static void mca_btl_ofi_tally_flush_run(mca_btl_ofi_tally_t *t)
     }
     if (used + strlen(run) > MCA_BTL_OFI_REPORT_RANKS_LEN) {
         strcat(t->ranks, ",...");
+        t->ranks_cut = true;
     } else {
         strcat(t->ranks, run);
     }
@@ -304,7 +306,8 @@ static void mca_btl_ofi_tally_where(mca_btl_ofi_tally_t *t, uint32_t job_size, c
     }
 }
 
-/* Another process's record, if it declined for exactly our cause; its host in *host. */
+/* Whether process vpid declined for exactly our cause; then *record is its record
+ * (its host first), which the caller frees. */
 static bool mca_btl_ofi_same_cause(uint32_t vpid, const char *key, char **record)
 {
     opal_process_name_t peer = OPAL_PROC_MY_NAME;

@@ -182,7 +182,8 @@ check_badofi() {
     rm -rf "$fake" "$build"
     mkdir -p "$fake/include" "$fake/lib" "$build"
     cp -r "$(dirname "$hdr")" "$fake/include/"
-    sed -i 's/^#define FI_MINOR_VERSION .*/#define FI_MINOR_VERSION 4/' "$fake/include/rdma/fabric.h"
+    sed -i -e 's/^#define FI_MAJOR_VERSION .*/#define FI_MAJOR_VERSION 1/' \
+        -e 's/^#define FI_MINOR_VERSION .*/#define FI_MINOR_VERSION 4/' "$fake/include/rdma/fabric.h"
     ln -s "$(gcc -print-file-name=libfabric.so)" "$fake/lib/libfabric.so"
     step "[badofi] configure --with-ofi=$fake (headers say libfabric API 1.4)"
     (cd "$build" && "$OMPI_SRC/configure" --prefix="$build/none" --with-ofi="$fake" \
