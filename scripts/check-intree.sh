@@ -249,8 +249,9 @@ build_clients() { # VARIANT
         cp -a "$REPO/." "$proj/src/" && (cd "$proj/src" && { make distclean >/dev/null 2>&1 || true; })
     fi
     run "$proj/autoreconf.log" bash -c "cd '$proj/src' && autoreconf -fi" || return 1
+    # (an Open MPI 5 installation lacks headers even when built --with-devel-headers)
     run "$proj/configure.log" bash -c "cd '$proj' && src/configure --with-ompi='$prefix' \
-        --prefix='$proj/install'" || return 1
+        --with-ompi-source='$OMPI_SRC' --prefix='$proj/install'" || return 1
     run "$proj/make.log" make -C "$proj" -j"$JOBS" || return 1
     if [ "$NODE_BTL" = sm ]; then
         # Debian 13 (no PyPI in the root): Debian's mpi4py, built against the
