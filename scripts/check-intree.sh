@@ -150,7 +150,9 @@ prepare_source() {
     fi
     if [ "$REBUILD" = 0 ] && [ "${stamp%% *}" = "$BUILDSYS_HASH" ]; then
         step "Copying btl_ofi/ sources over opal/mca/btl/ofi (build system unchanged: no autogen.pl)"
-        (cd "$REPO/btl_ofi" && component_files | sed 's|^btl_ofi/||' |
+        # not configure.m4, Makefile.am, sources.am: a fresh timestamp on them
+        # would make make rerun Open MPI's autotools by itself, which fails
+        (cd "$REPO/btl_ofi" && component_files | sed 's|^btl_ofi/||' | grep -v '\.\(m4\|am\)$' |
             xargs cp -t "$OMPI_SRC/opal/mca/btl/ofi/") || return 1
         echo "$STAMP" >"$OMPI_SRC/.btl-ofi-stamp"
         return 0
