@@ -294,7 +294,7 @@ build_clients() { # VARIANT
 # lib/openmpi3, not lib/openmpi).
 pkglibdir_of() { # VARIANT
     local prefix=$WORK/prefix-$1 dir
-    dir=$(env -i PATH="$prefix/bin:/usr/bin:/bin" "$prefix/bin/ompi_info" --parsable --path pkglibdir |
+    dir=$(env -i HOME="$WORK" PATH="$prefix/bin:/usr/bin:/bin" "$prefix/bin/ompi_info" --parsable --path pkglibdir |
         sed -n 's/^path:pkglibdir://p')
     [ -d "$dir" ] || { echo "check-intree: no pkglibdir from $prefix/bin/ompi_info" >&2; return 1; }
     echo "$dir"
@@ -314,7 +314,7 @@ scratch_mpirun() { # VARIANT TIMEOUT NP PROVIDER PROG ARGS...
 check_variant() { # VARIANT
     local v=$1 prefix=$WORK/prefix-$1 proj=$WORK/project-$1 line log
     step "[$v] which btl/ofi this Open MPI has"
-    line=$(env -i PATH="$prefix/bin:/usr/bin:/bin" "$prefix/bin/ompi_info" | grep 'MCA btl: ofi')
+    line=$(env -i HOME="$WORK" PATH="$prefix/bin:/usr/bin:/bin" "$prefix/bin/ompi_info" | grep 'MCA btl: ofi')
     echo "$line"
     if [[ "$line" == *"Component v$BTL_OFI_VERSION)"* ]]; then
         record "$v" "ompi_info: btl ofi is btl-ofi" pass "Component v$BTL_OFI_VERSION"
