@@ -303,8 +303,12 @@ pkglibdir_of() { # VARIANT
 # mpirun of the scratch Open MPI, with no btl-ofi env file and no user MCA files.
 scratch_mpirun() { # VARIANT TIMEOUT NP PROVIDER PROG ARGS...
     local v=$1 to=$2 np=$3 prov=$4; shift 4
+    # the component paths as the env file gives them (Open MPI 5's prterun
+    # would hand the ranks PMIx's plugin directory instead of Open MPI's)
+    # shellcheck disable=SC1090
     env -i HOME="$WORK" PATH="$WORK/prefix-$v/bin:/usr/bin:/bin" \
         LD_LIBRARY_PATH="$WORK/prefix-$v/lib" BTL_OFI_COMPONENT=ofi \
+        $(. "$WORK/env-$v.sh" && env | grep '^[A-Z]*_MCA_mca_base_component_path=') \
         OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
         flock "$LOCK" timeout "$to" "$WORK/prefix-$v/bin/mpirun" -np "$np" --oversubscribe \
         --bind-to none --mca pml ob1 --mca btl "self,$NODE_BTL,ofi" --mca osc rdma \
