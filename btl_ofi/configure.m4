@@ -16,9 +16,20 @@ AC_DEFUN([MCA_opal_btl_ofi_CONFIG],[
 
     AC_CONFIG_FILES([opal/mca/btl/ofi/Makefile])
 
-    # 5.0's macro wants a prefix for its results, 4.1's takes no argument;
-    # both leave opal_ofi_happy and opal_ofi_{CPPFLAGS,LDFLAGS,LIBS} behind.
-    OPAL_CHECK_OFI([btl_ofi_check], [], [])
+    # The flags for libfabric: 5.0's macro puts them in the prefix given here
+    # (btl_ofi_{CPPFLAGS,LDFLAGS,LIBS}) and substitutes nothing; 4.1's takes no
+    # argument and leaves them in opal_ofi_{CPPFLAGS,LDFLAGS,LIBS}. Without
+    # -lfabric on its link line the DSO would bind libfabric's symbols
+    # unversioned, i.e. to their oldest (API 1.0) versions, whatever headers
+    # it was compiled with.
+    OPAL_CHECK_OFI([btl_ofi], [], [])
+    AS_IF([test -z "$btl_ofi_LIBS"],
+          [btl_ofi_CPPFLAGS=$opal_ofi_CPPFLAGS
+           btl_ofi_LDFLAGS=$opal_ofi_LDFLAGS
+           btl_ofi_LIBS=$opal_ofi_LIBS])
+    AC_SUBST([btl_ofi_CPPFLAGS])
+    AC_SUBST([btl_ofi_LDFLAGS])
+    AC_SUBST([btl_ofi_LIBS])
 
     # The libtool library of libopen-pal: lib$(OPAL_LIB_NAME).la in 5.0,
     # lib$(OPAL_LIB_PREFIX)open-pal.la in 4.1.
@@ -37,7 +48,7 @@ AC_DEFUN([MCA_opal_btl_ofi_CONFIG],[
 
     AS_IF([test "$btl_ofi_happy" = "yes"],
           [btl_ofi_CPPFLAGS_save=$CPPFLAGS
-           CPPFLAGS="$opal_ofi_CPPFLAGS $CPPFLAGS"
+           CPPFLAGS="$btl_ofi_CPPFLAGS $CPPFLAGS"
            AC_CHECK_DECLS([FI_MR_VIRT_ADDR, FI_MR_PROV_KEY, FI_MR_ALLOCATED,
                            FI_DELIVERY_COMPLETE, FI_ATOMIC, FI_RMA_EVENT],
                           [],
@@ -50,8 +61,8 @@ AC_DEFUN([MCA_opal_btl_ofi_CONFIG],[
            CPPFLAGS=$btl_ofi_CPPFLAGS_save])
 
     AS_IF([test "$btl_ofi_happy" = "yes"],
-          [btl_ofi_WRAPPER_EXTRA_LDFLAGS=$opal_ofi_LDFLAGS
-           btl_ofi_WRAPPER_EXTRA_LIBS=$opal_ofi_LIBS
+          [btl_ofi_WRAPPER_EXTRA_LDFLAGS=$btl_ofi_LDFLAGS
+           btl_ofi_WRAPPER_EXTRA_LIBS=$btl_ofi_LIBS
            $1],
           [AS_IF([test -n "$with_ofi" && test "$with_ofi" != "no"],
                  [AC_MSG_WARN([btl/ofi (btl-ofi) cannot be built: $btl_ofi_why.])

@@ -330,6 +330,15 @@ check_variant() { # VARIANT
     if [ "$v" = dso ]; then
         [ -f "$so" ] && record "$v" "component is a DSO" pass "$so" ||
             record "$v" "component is a DSO" FAIL "no $so"
+        # linked against libfabric: its symbols carry libfabric's versions
+        # (unversioned, ld.so would bind them to the API 1.0 ones)
+        local ver
+        ver=$(objdump -T "$so" 2>/dev/null | awk '$NF == "fi_getinfo" { print $(NF-1) }')
+        if [[ "$ver" == *FABRIC_* ]]; then
+            record "$v" "DSO links libfabric" pass "fi_getinfo $ver"
+        else
+            record "$v" "DSO links libfabric" FAIL "fi_getinfo is unversioned (${ver:-absent}): no -lfabric"
+        fi
     else
         local syms # (not nm | grep -q: with pipefail, nm's SIGPIPE would fail the test)
         syms=$(nm -D --defined-only "$prefix/lib/libopen-pal.so")
