@@ -158,20 +158,35 @@ static ssize_t atomic_writev(struct fid_ep *ep_fid, const struct fi_ioc *iov, vo
                             context);
 }
 
-/* The call's segments and local sets as one struct, for the three *msg variants. */
-static struct atomic_call msg_call(enum strictmr_op op, const struct fi_msg_atomic *msg,
-                                   uint64_t flags)
+/* A result or compare list of a *msg call. */
+struct extra_set {
+    const struct fi_ioc *ioc;
+    void **desc;
+    size_t count;
+};
+
+/* Checks a *msg call; on success copy is the call for the core. */
+static int msg_check(struct strictmr_ep *ep, enum strictmr_op op, const struct fi_msg_atomic *msg,
+                     uint64_t flags, struct extra_set result, struct extra_set compare,
+                     struct fi_rma_ioc *core, void **nodesc, struct fi_msg_atomic *copy)
 {
-    return (struct atomic_call){.op = op,
-                                .datatype = msg->datatype,
-                                .atomic_op = msg->op,
-                                .ioc = {msg->msg_iov},
-                                .desc = {msg->desc},
-                                .count = {flags & FI_INJECT ? 0 : msg->iov_count},
-                                .peer = msg->addr,
-                                .rma = msg->rma_iov,
-                                .rma_count = msg->rma_iov_count,
-                                .context = msg->context};
+    struct atomic_call a = {
+        .op = op,
+        .datatype = msg->datatype,
+        .atomic_op = msg->op,
+        .ioc = {msg->msg_iov, result.ioc, compare.ioc},
+        .desc = {msg->desc, result.desc, compare.desc},
+        .count = {flags & FI_INJECT ? 0 : msg->iov_count, result.count, compare.count},
+        .peer = msg->addr,
+        .rma = msg->rma_iov,
+        .rma_count = msg->rma_iov_count,
+        .context = msg->context};
+    int ret = atomic_check(ep, &a, core);
+
+    *copy = *msg;
+    copy->desc = nodesc;
+    copy->rma_iov = core;
+    return ret;
 }
 
 static ssize_t atomic_writemsg(struct fid_ep *ep_fid, const struct fi_msg_atomic *msg,
@@ -180,16 +195,11 @@ static ssize_t atomic_writemsg(struct fid_ep *ep_fid, const struct fi_msg_atomic
     struct strictmr_ep *ep = STRICTMR_EP_OF(ep_fid);
     void *nodesc[STRICTMR_IOV_LIMIT] = {0};
     struct fi_rma_ioc core[STRICTMR_IOV_LIMIT];
-    struct atomic_call a = msg_call(STRICTMR_OP_ATOMIC, msg, flags);
-    struct fi_msg_atomic copy = *msg;
-    int ret = atomic_check(ep, &a, core);
+    struct fi_msg_atomic copy;
+    int ret = msg_check(ep, STRICTMR_OP_ATOMIC, msg, flags, (struct extra_set){0},
+                        (struct extra_set){0}, core, nodesc, &copy);
 
-    if (ret) {
-        return strictmr_verdict(ret);
-    }
-    copy.desc = nodesc;
-    copy.rma_iov = core;
-    return fi_atomicmsg(ep->core, &copy, flags);
+    return ret ? strictmr_verdict(ret) : fi_atomicmsg(ep->core, &copy, flags);
 }
 
 static ssize_t atomic_inject(struct fid_ep *ep_fid, const void *buf, size_t count, fi_addr_t dest,
@@ -268,20 +278,13 @@ static ssize_t atomic_fetchmsg(struct fid_ep *ep_fid, const struct fi_msg_atomic
     struct strictmr_ep *ep = STRICTMR_EP_OF(ep_fid);
     void *nodesc[STRICTMR_IOV_LIMIT] = {0};
     struct fi_rma_ioc core[STRICTMR_IOV_LIMIT];
-    struct atomic_call a = msg_call(STRICTMR_OP_FETCH, msg, flags);
-    struct fi_msg_atomic copy = *msg;
-    int ret;
+    struct extra_set result = {.ioc = resultv, .desc = result_desc, .count = result_count};
+    struct fi_msg_atomic copy;
+    int ret = msg_check(ep, STRICTMR_OP_FETCH, msg, flags, result, (struct extra_set){0}, core,
+                        nodesc, &copy);
 
-    a.ioc[RESULT] = resultv;
-    a.desc[RESULT] = result_desc;
-    a.count[RESULT] = result_count;
-    ret = atomic_check(ep, &a, core);
-    if (ret) {
-        return strictmr_verdict(ret);
-    }
-    copy.desc = nodesc;
-    copy.rma_iov = core;
-    return fi_fetch_atomicmsg(ep->core, &copy, resultv, nodesc, result_count, flags);
+    return ret ? strictmr_verdict(ret)
+               : fi_fetch_atomicmsg(ep->core, &copy, resultv, nodesc, result_count, flags);
 }
 
 /* ---------------------------------------------------------------- compare */
@@ -347,24 +350,14 @@ static ssize_t atomic_comparemsg(struct fid_ep *ep_fid, const struct fi_msg_atom
     struct strictmr_ep *ep = STRICTMR_EP_OF(ep_fid);
     void *nodesc[STRICTMR_IOV_LIMIT] = {0};
     struct fi_rma_ioc core[STRICTMR_IOV_LIMIT];
-    struct atomic_call a = msg_call(STRICTMR_OP_COMPARE, msg, flags);
-    struct fi_msg_atomic copy = *msg;
-    int ret;
+    struct extra_set result = {.ioc = resultv, .desc = result_desc, .count = result_count};
+    struct extra_set compare = {.ioc = comparev, .desc = compare_desc, .count = compare_count};
+    struct fi_msg_atomic copy;
+    int ret = msg_check(ep, STRICTMR_OP_COMPARE, msg, flags, result, compare, core, nodesc, &copy);
 
-    a.ioc[RESULT] = resultv;
-    a.desc[RESULT] = result_desc;
-    a.count[RESULT] = result_count;
-    a.ioc[COMPARE] = comparev;
-    a.desc[COMPARE] = compare_desc;
-    a.count[COMPARE] = compare_count;
-    ret = atomic_check(ep, &a, core);
-    if (ret) {
-        return strictmr_verdict(ret);
-    }
-    copy.desc = nodesc;
-    copy.rma_iov = core;
-    return fi_compare_atomicmsg(ep->core, &copy, comparev, nodesc, compare_count, resultv, nodesc,
-                                result_count, flags);
+    return ret ? strictmr_verdict(ret)
+               : fi_compare_atomicmsg(ep->core, &copy, comparev, nodesc, compare_count, resultv,
+                                      nodesc, result_count, flags);
 }
 
 /* ---------------------------------------------------------------- valid */
