@@ -1,0 +1,282 @@
+/*
+ * ofi_strictmr: a libfabric test provider that layers over an RDM core
+ * provider and enforces the memory-registration rules of the MR mode it is
+ * told to demand. Design notes: strictmr/README.md.
+ */
+#ifndef STRICTMR_H
+#define STRICTMR_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+#include <rdma/providers/fi_log.h>
+#include <rdma/providers/fi_prov.h>
+
+#include "strictmr_ext.h"
+
+#define STRICTMR_NAME "ofi_strictmr"
+#define STRICTMR_VERSION FI_VERSION(0, 1)
+#define STRICTMR_MAX_KEY 16        /* raw keys may be this wide */
+#define STRICTMR_IOV_LIMIT 4       /* iov / rma_iov entries per operation */
+#define STRICTMR_TABLE_SLOTS 16384 /* MRs per domain, live and closed (power of 2) */
+#define STRICTMR_MR_MODES                                                                          \
+    (FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT | FI_MR_RAW)
+/* What we let the core ask of us: we register and address for it ourselves. */
+#define STRICTMR_CORE_MR_MODES (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY)
+#define STRICTMR_CAPS                                                                              \
+    (FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_LOCAL_COMM |  \
+     FI_REMOTE_COMM)
+
+extern struct fi_provider strictmr_prov;
+
+/* ---------------------------------------------------------------- params */
+struct strictmr_config {
+    uint64_t mr_mode;  /* the FI_MR_* bits demanded of callers */
+    size_t key_size;   /* bytes; > 8 only with FI_MR_RAW */
+    char *report_path; /* FI_OFI_STRICTMR_REPORT, or NULL */
+    bool valid;        /* false: a parameter was unreadable, getinfo offers nothing */
+};
+extern struct strictmr_config strictmr_config;
+void strictmr_params_init(void);
+/* Writes "local,virt_addr" style text for a mode into buf. */
+void strictmr_mode_str(uint64_t mode, char *buf, size_t len);
+
+/* ---------------------------------------------------------------- registry */
+enum strictmr_slot_state { STRICTMR_SLOT_EMPTY, STRICTMR_SLOT_LIVE, STRICTMR_SLOT_CLOSED };
+
+/* One MR as every process on the host sees it (in the owner's shm segment). */
+struct strictmr_slot {
+    atomic_uint seq; /* odd while the owner rewrites the slot */
+    uint32_t state;
+    uint32_t gen;
+    uint32_t key_size;
+    uint8_t key[STRICTMR_MAX_KEY];
+    uint64_t base;
+    uint64_t len;
+    uint64_t access;
+    uint64_t core_key;
+    uint32_t ep_id; /* FI_MR_ENDPOINT: the endpoint bound, 0 = none */
+    uint32_t enabled;
+};
+
+struct strictmr_table {
+    uint64_t magic;
+    int32_t pid;
+    uint32_t slots;
+    uint64_t mr_mode;
+    uint32_t key_size;
+    atomic_uint alive; /* 0 once the owning domain closed */
+    struct strictmr_slot slot[];
+};
+
+/* A key as bytes: little-endian uint64 for ordinary keys, raw bytes with FI_MR_RAW. */
+struct strictmr_key {
+    size_t size;
+    uint8_t bytes[STRICTMR_MAX_KEY];
+};
+
+struct strictmr_segment {
+    char name[64];
+    void *addr;
+    size_t len;
+};
+
+int strictmr_table_create(struct strictmr_segment *seg, unsigned domain_id);
+void strictmr_table_destroy(struct strictmr_segment *seg);
+/* Index of the slot holding key, or of the first free slot for it; -1: table full. */
+int strictmr_table_probe(const struct strictmr_table *t, const struct strictmr_key *key,
+                         bool for_insert);
+/* Copies a slot consistently while its owner may be rewriting it. */
+void strictmr_slot_snapshot(const struct strictmr_slot *s, struct strictmr_slot *out);
+void strictmr_slot_begin_write(struct strictmr_slot *s);
+void strictmr_slot_end_write(struct strictmr_slot *s);
+bool strictmr_key_equal(const struct strictmr_slot *s, const struct strictmr_key *key);
+
+/* What an initiator knows about one target endpoint. */
+struct strictmr_peer {
+    struct strictmr_segment table; /* the target domain's table, mapped read-only */
+    uint32_t ep_id;
+    bool resolved;
+};
+int strictmr_ep_publish(struct strictmr_segment *seg, const void *name, size_t namelen,
+                        const char *table_name, uint32_t ep_id);
+void strictmr_segment_unlink(struct strictmr_segment *seg);
+int strictmr_peer_resolve(struct strictmr_peer *peer, const void *name, size_t namelen);
+void strictmr_peer_release(struct strictmr_peer *peer);
+
+/* ---------------------------------------------------------------- objects */
+struct strictmr_fabric {
+    struct fid_fabric fabric;
+    struct fid_fabric *core;
+};
+
+struct strictmr_mr;
+
+struct strictmr_raw_map {
+    uint64_t key; /* what fi_mr_map_raw handed out */
+    uint64_t base_addr;
+    struct strictmr_key raw;
+};
+
+struct strictmr_domain {
+    struct fid_domain domain;
+    struct fid_domain *core;
+    struct fi_info *core_info;
+    bool core_virt; /* the core addresses MRs by virtual address */
+    struct strictmr_fabric *fabric;
+    unsigned id;
+    pthread_mutex_t lock; /* the local MR table, raw maps, endpoint ids */
+    struct strictmr_segment table_seg;
+    struct strictmr_table *table;
+    struct strictmr_mr **local; /* slot -> our MR, NULL when closed */
+    struct strictmr_raw_map *raw_maps;
+    size_t raw_map_count;
+    uint64_t next_raw_key;
+    uint64_t next_core_key;
+    uint32_t next_ep_id;
+    atomic_int refs;
+};
+
+struct strictmr_av {
+    struct fid_av av;
+    struct fid_av *core;
+    struct strictmr_domain *domain;
+    pthread_mutex_t lock;
+    struct strictmr_peer **peers; /* indexed by fi_addr; NULL: not resolved */
+    size_t peer_count;
+    atomic_int refs;
+};
+
+struct strictmr_cq_error;
+
+struct strictmr_cq {
+    struct fid_cq cq;
+    struct fid_cq *core;
+    struct strictmr_domain *domain;
+    pthread_mutex_t lock;
+    struct strictmr_cq_error *head, *tail; /* errors this provider raised */
+    atomic_int refs;
+};
+
+struct strictmr_ep {
+    struct fid_ep ep;
+    struct fid_ep *core;
+    struct strictmr_domain *domain;
+    struct strictmr_av *av;
+    struct strictmr_cq *tx_cq;
+    struct strictmr_cq *rx_cq;
+    uint32_t id;
+    struct strictmr_segment published;
+};
+
+struct strictmr_mr {
+    struct fid_mr mr;
+    struct fid_mr *core;
+    struct strictmr_domain *domain;
+    int slot;
+    uint32_t gen;
+    uint64_t base;
+    uint64_t len;
+    struct strictmr_key key;
+    uint32_t ep_id; /* FI_MR_ENDPOINT: bound endpoint */
+    bool enabled;
+};
+
+#define strictmr_container(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+
+int strictmr_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
+                     const struct fi_info *hints, struct fi_info **info);
+int strictmr_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
+int strictmr_domain_open(struct fid_fabric *fabric, struct fi_info *info,
+                         struct fid_domain **domain, void *context);
+int strictmr_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **av,
+                     void *context);
+int strictmr_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq,
+                     void *context);
+int strictmr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
+                     void *context);
+extern struct fi_ops_mr strictmr_mr_ops;
+int strictmr_domain_raw_control(struct strictmr_domain *domain, int command, void *arg);
+extern struct fi_ops_rma strictmr_rma_ops;
+extern struct fi_ops_atomic strictmr_atomic_ops;
+extern struct fi_ops_msg strictmr_msg_ops;
+extern struct fi_ops_tagged strictmr_tagged_ops;
+
+int strictmr_core_info(const struct fi_info *info, struct fi_info **core);
+/* Strips ";ofi_strictmr" (or all of "ofi_strictmr") from a provider name; NULL if nothing is
+ * left. The result is malloc'd. */
+char *strictmr_core_prov_name(const char *prov_name);
+/* Our fid, or NULL when fid belongs to someone else. */
+struct strictmr_av *strictmr_av_of(struct fid *fid);
+struct strictmr_cq *strictmr_cq_of(struct fid *fid);
+struct strictmr_ep *strictmr_ep_of(struct fid *fid);
+struct strictmr_peer *strictmr_av_peer(struct strictmr_av *av, fi_addr_t addr);
+/* Queues an error completion this provider raised. */
+int strictmr_cq_raise(struct strictmr_cq *cq, void *context, uint64_t flags, int err);
+
+/* ---------------------------------------------------------------- checks */
+enum strictmr_op {
+    STRICTMR_OP_WRITE,
+    STRICTMR_OP_READ,
+    STRICTMR_OP_ATOMIC,
+    STRICTMR_OP_FETCH,
+    STRICTMR_OP_COMPARE
+};
+
+/* The local buffers of one operation: data, result, compare. */
+struct strictmr_local_set {
+    const struct iovec *iov;
+    void **desc;
+    size_t count;
+};
+
+struct strictmr_xfer {
+    enum strictmr_op op;
+    struct strictmr_local_set local[3];
+    fi_addr_t peer;
+    const struct fi_rma_iov *rma;
+    size_t rma_count;
+    void *context;
+};
+
+/* 0: passes, core_rma holds the core's keys and addresses; 1: a violation was
+ * reported as an error completion; < 0: an error to return to the caller. */
+int strictmr_xfer_check(struct strictmr_ep *ep, const struct strictmr_xfer *x,
+                        struct fi_rma_iov *core_rma);
+/* What a data call returns for strictmr_xfer_check's answer when it does not reach the core:
+ * a violation already reported as an error completion is a successful post. */
+static inline ssize_t strictmr_verdict(int ret)
+{
+    return ret > 0 ? 0 : ret;
+}
+#define STRICTMR_EP_OF(ep_fid) strictmr_container(ep_fid, struct strictmr_ep, ep)
+/* Records that a rule was evaluated and, if violated, logs and counts it;
+ * returns the rule's error (positive) or 0. */
+int strictmr_rule(enum strictmr_rule rule, bool violated, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int strictmr_rule_errno(enum strictmr_rule rule);
+void strictmr_stats_read(struct strictmr_stats *stats);
+const char *strictmr_rule_name(int rule);
+void strictmr_report_write(void);
+extern struct strictmr_stats_ops strictmr_stats_ops;
+
+/* The MR behind a local desc, checked; the domain lock must be held. */
+int strictmr_desc_check(struct strictmr_ep *ep, const void *buf, size_t len, void *desc);
+bool strictmr_mode(uint64_t bit);
+/* Both with the domain lock held. */
+struct strictmr_mr *strictmr_desc_mr(struct strictmr_domain *domain, void *desc);
+const struct strictmr_raw_map *strictmr_raw_map_find(struct strictmr_domain *domain, uint64_t key);
+void strictmr_key_from_u64(struct strictmr_key *key, uint64_t value, size_t size);
+
+#endif /* STRICTMR_H */

@@ -1,0 +1,196 @@
+/*
+ * ofi_strictmr provider entry: fi_prov_ini and getinfo.
+ *
+ * The name starts with "ofi_", so libfabric treats the provider as a utility
+ * provider: it is asked for layered infos, and libfabric appends ";ofi_strictmr"
+ * to the core name each returned info carries ("shm;ofi_strictmr").
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "strictmr.h"
+
+struct fi_provider strictmr_prov = {
+    .name = STRICTMR_NAME,
+    .version = STRICTMR_VERSION,
+    .fi_version = FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION),
+    .getinfo = strictmr_getinfo,
+    .fabric = strictmr_fabric_open,
+    .cleanup = NULL,
+};
+
+/* Set while we ask libfabric for cores, so that we never offer ourselves on top of ourselves. */
+static __thread bool in_getinfo;
+
+char *strictmr_core_prov_name(const char *prov_name)
+{
+    const char *semi;
+    size_t keep;
+
+    if (!prov_name) {
+        return NULL;
+    }
+    semi = strrchr(prov_name, ';');
+    if (!strcasecmp(semi ? semi + 1 : prov_name, STRICTMR_NAME)) {
+        keep = semi ? (size_t)(semi - prov_name) : 0;
+    } else {
+        keep = strlen(prov_name);
+    }
+    return keep ? strndup(prov_name, keep) : NULL;
+}
+
+/* The hints we give libfabric for the cores under us. */
+static struct fi_info *core_hints(const struct fi_info *hints)
+{
+    struct fi_info *core = hints ? fi_dupinfo(hints) : fi_allocinfo();
+
+    if (!core) {
+        return NULL;
+    }
+    free(core->fabric_attr->prov_name);
+    core->fabric_attr->prov_name =
+        hints && hints->fabric_attr ? strictmr_core_prov_name(hints->fabric_attr->prov_name) : NULL;
+    core->caps = (core->caps & STRICTMR_CAPS) | FI_RMA | FI_ATOMIC;
+    core->ep_attr->type = FI_EP_RDM;
+    core->domain_attr->mr_mode = STRICTMR_CORE_MR_MODES;
+    core->domain_attr->mr_key_size = 0;
+    if (!hints) {
+        core->mode = ~0ULL;
+    }
+    return core;
+}
+
+/* Would a caller with these hints accept what we demand? */
+static bool hints_accept(uint32_t version, const struct fi_info *hints)
+{
+    uint64_t allowed;
+
+    if (!strictmr_config.valid || version < FI_VERSION(1, 5)) {
+        return false;
+    }
+    if (!hints) {
+        return true;
+    }
+    if (hints->caps & ~STRICTMR_CAPS & (FI_MSG | FI_TAGGED | FI_RMA_EVENT | FI_COLLECTIVE)) {
+        return false;
+    }
+    if (hints->ep_attr && hints->ep_attr->type != FI_EP_UNSPEC &&
+        hints->ep_attr->type != FI_EP_RDM) {
+        return false;
+    }
+    allowed = hints->domain_attr ? hints->domain_attr->mr_mode : 0;
+    if (hints->domain_attr && (allowed & strictmr_config.mr_mode) != strictmr_config.mr_mode) {
+        FI_INFO(&strictmr_prov, FI_LOG_CORE, "hints' mr_mode 0x%llx lacks demanded 0x%llx\n",
+                (unsigned long long)allowed, (unsigned long long)strictmr_config.mr_mode);
+        return false;
+    }
+    return true;
+}
+
+static bool core_usable(const struct fi_info *core)
+{
+    return core->ep_attr->type == FI_EP_RDM && (core->caps & FI_RMA) && (core->caps & FI_ATOMIC) &&
+           !(core->domain_attr->mr_mode & ~STRICTMR_CORE_MR_MODES) &&
+           !strstr(core->fabric_attr->prov_name, STRICTMR_NAME);
+}
+
+static size_t min_size(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
+/* Our info for one core info: the core's, with our MR mode, key size and limits. */
+static struct fi_info *layered_info(const struct fi_info *core)
+{
+    struct fi_info *info = fi_dupinfo(core);
+
+    if (!info) {
+        return NULL;
+    }
+    info->caps &= STRICTMR_CAPS;
+    info->tx_attr->caps &= STRICTMR_CAPS;
+    info->rx_attr->caps &= STRICTMR_CAPS;
+    info->domain_attr->mr_mode = strictmr_config.mr_mode;
+    info->domain_attr->mr_key_size = strictmr_config.key_size;
+    info->domain_attr->mr_iov_limit = 1;
+    info->domain_attr->mr_cnt = min_size(info->domain_attr->mr_cnt, STRICTMR_TABLE_SLOTS / 2);
+    info->domain_attr->cntr_cnt = 0;
+    info->domain_attr->av_type = FI_AV_TABLE;
+    info->tx_attr->iov_limit = min_size(info->tx_attr->iov_limit, STRICTMR_IOV_LIMIT);
+    info->tx_attr->rma_iov_limit = min_size(info->tx_attr->rma_iov_limit, STRICTMR_IOV_LIMIT);
+    return info;
+}
+
+static int layer_all(const struct fi_info *cores, struct fi_info **info)
+{
+    struct fi_info *head = NULL, **tail = &head;
+
+    for (const struct fi_info *core = cores; core; core = core->next) {
+        if (!core_usable(core)) {
+            continue;
+        }
+        *tail = layered_info(core);
+        if (!*tail) {
+            fi_freeinfo(head);
+            return -FI_ENOMEM;
+        }
+        tail = &(*tail)->next;
+    }
+    *info = head;
+    return head ? 0 : -FI_ENODATA;
+}
+
+int strictmr_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
+                     const struct fi_info *hints, struct fi_info **info)
+{
+    struct fi_info *hints_core, *cores = NULL;
+    int ret;
+
+    if (in_getinfo || !hints_accept(version, hints)) {
+        return -FI_ENODATA;
+    }
+    hints_core = core_hints(hints);
+    if (!hints_core) {
+        return -FI_ENOMEM;
+    }
+    in_getinfo = true;
+    ret = fi_getinfo(version, node, service, flags, hints_core, &cores);
+    in_getinfo = false;
+    fi_freeinfo(hints_core);
+    if (ret) {
+        return ret;
+    }
+    ret = layer_all(cores, info);
+    fi_freeinfo(cores);
+    return ret;
+}
+
+/* Asks libfabric again for the core info behind one of our infos. */
+int strictmr_core_info(const struct fi_info *info, struct fi_info **core)
+{
+    struct fi_info *hints = core_hints(info), *found = NULL;
+    int ret;
+
+    if (!hints) {
+        return -FI_ENOMEM;
+    }
+    hints->mode = info->mode;
+    hints->domain_attr->mr_key_size = 0;
+    in_getinfo = true;
+    ret = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints, &found);
+    in_getinfo = false;
+    fi_freeinfo(hints);
+    if (ret) {
+        return ret;
+    }
+    fi_freeinfo(found->next);
+    found->next = NULL;
+    *core = found;
+    return 0;
+}
+
+__attribute__((visibility("default"))) struct fi_provider *fi_prov_ini(void)
+{
+    strictmr_params_init();
+    return &strictmr_prov;
+}
