@@ -98,6 +98,40 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
     return fi_ep_bind(ep->core, bfid, flags);
 }
 
+/*
+ * Our core address in the form fi_av_lookup gives it back, which is what an
+ * initiator hashes to find our registry entry (strictmr_av.c). That need not be
+ * what fi_getname returns: shm in libfabric 2.x names itself "fi_shm://pid:..."
+ * but its AV reports "pid:..." (1.17 gave the same bytes both ways). So the
+ * name makes a round trip through a private core AV, never the caller's, whose
+ * fi_addr numbering must not change.
+ */
+static int ep_av_name(struct strictmr_ep *ep, uint8_t *name, size_t *len)
+{
+    struct fi_av_attr attr = {.type = FI_AV_TABLE, .count = 1};
+    struct fid_av *av;
+    fi_addr_t addr;
+    size_t size = *len;
+    int ret = fi_getname(&ep->core->fid, name, len);
+
+    if (!ret) {
+        ret = fi_av_open(ep->domain->core, &attr, &av, NULL);
+    }
+    if (ret) {
+        return ret;
+    }
+    ret = fi_av_insert(av, name, 1, &addr, 0, NULL) == 1 ? 0 : -FI_EADDRNOTAVAIL;
+    if (!ret) {
+        *len = size;
+        ret = fi_av_lookup(av, addr, name, len);
+    }
+    if (!ret && *len > size) {
+        ret = -FI_ETOOSMALL;
+    }
+    fi_close(&av->fid);
+    return ret;
+}
+
 static int ep_enable(struct strictmr_ep *ep)
 {
     uint8_t name[EP_NAME_MAX];
@@ -105,7 +139,7 @@ static int ep_enable(struct strictmr_ep *ep)
     int ret = fi_enable(ep->core);
 
     if (!ret) {
-        ret = fi_getname(&ep->core->fid, name, &len);
+        ret = ep_av_name(ep, name, &len);
     }
     if (!ret) {
         ret = strictmr_ep_publish(&ep->published, name, len, ep->domain->table_seg.name, ep->id);

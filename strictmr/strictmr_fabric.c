@@ -68,12 +68,15 @@ static int fabric_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, st
     return fi_eq_open(fab->core, attr, eq, context);
 }
 
-static int fabric_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
-                            struct fid_wait **waitset)
+/*
+ * Wait sets are refused: libfabric 2.x deprecates fi_wait_open (forwarding it
+ * warns at build time), and the errors our CQs raise could not signal one.
+ * fi_cq_sread and fi_trywait still reach the core.
+ */
+static int no_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
+                        struct fid_wait **waitset)
 {
-    struct strictmr_fabric *fab = strictmr_container(fabric, struct strictmr_fabric, fabric);
-
-    return fi_wait_open(fab->core, attr, waitset);
+    return -FI_ENOSYS;
 }
 
 static int fabric_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
@@ -97,7 +100,7 @@ static struct fi_ops_fabric fabric_ops = {
     .domain = strictmr_domain_open,
     .passive_ep = no_passive_ep,
     .eq_open = fabric_eq_open,
-    .wait_open = fabric_wait_open,
+    .wait_open = no_wait_open,
     .trywait = fabric_trywait,
 };
 
