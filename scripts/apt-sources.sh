@@ -6,6 +6,8 @@
 #   debian_mirror              print the URI of the main Debian archive
 #   ensure_deb_src SUITE       make sure apt has a deb-src entry for SUITE
 #                              (returns 0 if it added one: run apt-get update)
+#   ompi_source_version        print the version of the source package the
+#                              installed libopenmpi-dev was built from
 
 # URIs of "deb" entries, one per line, main archive first (security and
 # update suites left out), from deb822 .sources files and one-line .list files.
@@ -68,4 +70,10 @@ ensure_deb_src() {
         fi
     } >"/etc/apt/sources.list.d/btl-ofi-src-$suite.sources"
     return 0
+}
+
+# Not the binary's own version: a binary rebuild (binNMU, e.g. 4.1.4-3+b1 on
+# Debian 12) has no source package of its own.
+ompi_source_version() {
+    dpkg-query -W -f='${source:Version}' libopenmpi-dev 2>/dev/null
 }

@@ -43,9 +43,7 @@ REPO=$(pwd)
 . scripts/apt-sources.sh
 
 # The Open MPI of this Debian, whose source is built.
-# (its source package's version: a binary rebuild, e.g. 4.1.4-3+b1 on Debian
-# 12, has no source package of its own)
-OMPI_DEB_VERSION=$(dpkg-query -W -f='${source:Version}' libopenmpi-dev 2>/dev/null) || OMPI_DEB_VERSION=
+OMPI_DEB_VERSION=$(ompi_source_version) || OMPI_DEB_VERSION=
 [ -n "$OMPI_DEB_VERSION" ] || { echo "check-intree: libopenmpi-dev is not installed" >&2; exit 2; }
 OMPI_UPSTREAM=${OMPI_DEB_VERSION%-*}
 OMPI_UPSTREAM=${OMPI_UPSTREAM#*:}

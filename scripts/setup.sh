@@ -56,9 +56,7 @@ apt-get install -y -qq --no-install-recommends "${PACKAGES[@]}" >/dev/null
 # same version's source, fetched only when configure says it needs them.
 fetch_ompi_source() {
     local version src_dir
-    # the source package's version: a binary rebuild (binNMU, "+b1") has no
-    # source of its own
-    version=$(dpkg-query -W -f='${source:Version}' libopenmpi-dev)
+    version=$(ompi_source_version)
     src_dir=$CACHE/openmpi-src/$version
     if [ ! -f "$src_dir/.complete" ]; then
         step "Open MPI $version source (apt-get source), for the headers Debian does not install" >&2
