@@ -69,12 +69,17 @@ BEGIN_C_DECLS
 
 /* Oldest libfabric API the component asks for. */
 #define MCA_BTL_OFI_FI_VERSION FI_VERSION(1, 5)
+/* The API at which it also asks for FI_HMEM (system memory only), where libfabric has it. */
+#define MCA_BTL_OFI_FI_VERSION_HMEM FI_VERSION(1, 18)
 
 /* Upper bound of CQ entries read by one progress call. */
 #define MCA_BTL_OFI_MAX_CQ_BATCH 256
 
-/* MR mode bits the component knows how to serve. */
-#define MCA_BTL_OFI_MR_SERVED (FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED)
+/* MR mode bits the component knows how to serve (FI_MR_RAW is not among them). */
+#define MCA_BTL_OFI_MR_SERVED                                                                      \
+    (FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED | FI_MR_LOCAL | FI_MR_ENDPOINT)
+/* Served bits that cost something: taken only from a provider that cannot do without them. */
+#define MCA_BTL_OFI_MR_ON_DEMAND (FI_MR_LOCAL | FI_MR_ENDPOINT)
 
 #define mca_btl_ofi_output (opal_btl_base_framework.framework_output)
 
@@ -108,6 +113,9 @@ enum mca_btl_ofi_counter_id_t {
     MCA_BTL_OFI_CNT_POST_EAGAIN,
     MCA_BTL_OFI_CNT_REFUSED,
     MCA_BTL_OFI_CNT_INJECTED,
+    MCA_BTL_OFI_CNT_TRANSIENT_REGS,
+    MCA_BTL_OFI_CNT_MR_MODE,  /**< the negotiated FI_MR_* bits (set once, at init) */
+    MCA_BTL_OFI_CNT_KEY_SIZE, /**< the negotiated mr_key_size in bytes (set once, at init) */
     MCA_BTL_OFI_CNT_MAX,
 };
 
@@ -178,6 +186,13 @@ typedef enum {
     MCA_BTL_OFI_OP_PUT_PROOF, /**< the read that proves one put; parent is the put */
 } mca_btl_ofi_op_kind_t;
 
+/** The operand, compare and result words of one operation. */
+typedef struct mca_btl_ofi_words_t {
+    uint64_t operand;
+    uint64_t compare;
+    uint64_t fetched;
+} mca_btl_ofi_words_t;
+
 /** One outstanding libfabric operation. Its fi_context2 is the libfabric context. */
 typedef struct mca_btl_ofi_op_t {
     opal_free_list_item_t super;
@@ -189,10 +204,13 @@ typedef struct mca_btl_ofi_op_t {
     mca_btl_base_rdma_completion_fn_t cbfunc;
     void *cbcontext;
     void *cbdata;
-    /* Buffers the provider reads or writes until the operation completes. */
-    uint64_t operand;
-    uint64_t compare;
-    uint64_t fetched;
+    /* Buffers the provider reads or writes until the operation completes; under
+     * FI_MR_LOCAL they live in a registered slab (words_desc), else in inline_words. */
+    mca_btl_ofi_words_t *words;
+    void *words_desc;
+    mca_btl_ofi_words_t inline_words;
+    /** FI_MR_LOCAL and a caller without a local handle: registered for this op only */
+    struct mca_btl_ofi_reg_t *transient;
     mca_btl_ofi_emulation_t emu;
     struct mca_btl_ofi_op_t *parent; /**< MCA_BTL_OFI_OP_PUT_PROOF: the put it proves */
     /** MCA_BTL_OFI_OP_UNPROVEN_PUT: completions still to come (its own and its proof's) */
@@ -215,6 +233,8 @@ typedef struct mca_btl_ofi_module_t {
     /* Negotiated behaviour. */
     bool virt_addr;         /**< FI_MR_VIRT_ADDR: remote addresses are virtual */
     bool prov_key;          /**< FI_MR_PROV_KEY: the provider picks keys */
+    bool mr_local;          /**< FI_MR_LOCAL: every local buffer needs a descriptor */
+    bool mr_endpoint;       /**< FI_MR_ENDPOINT: each MR is bound to the endpoint, enabled */
     bool local_only;        /**< the provider reaches only this node */
     bool delivery_complete; /**< completions imply remote visibility */
     bool prove_remote;      /**< flush must prove remote completion (not delivery_complete) */
@@ -234,6 +254,8 @@ typedef struct mca_btl_ofi_module_t {
 
     opal_mutex_t reg_lock;
     opal_list_t live_regs;
+    /** FI_MR_LOCAL: registered slabs of operation words (mca_btl_ofi_words_slab_t) */
+    opal_list_t word_slabs;
 
     /** emulation steps that could not be posted from inside progress */
     opal_mutex_t deferred_lock;
@@ -379,14 +401,20 @@ void mca_btl_ofi_reg_destroy(mca_btl_ofi_reg_t *reg);
 /** Deregister whatever the upper layer left registered at finalize. */
 void mca_btl_ofi_regs_release(mca_btl_ofi_module_t *module);
 
-/** Descriptor of a local registration handle (NULL handle -> NULL desc). */
-static inline void *mca_btl_ofi_local_desc(struct mca_btl_base_registration_handle_t *handle)
-{
-    if (NULL == handle) {
-        return NULL;
-    }
-    return container_of(handle, mca_btl_ofi_reg_t, handle)->desc;
-}
+/**
+ * The descriptor for an operation's local buffer [address, address + size):
+ * the one of op->local_handle; without a handle NULL, or under FI_MR_LOCAL a
+ * registration made for this operation (op->transient, closed when the
+ * operation is released).
+ *
+ * @retval OPAL_SUCCESS with *desc set, or OPAL_ERROR if registering failed
+ */
+int mca_btl_ofi_op_local_desc(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op, void *address,
+                              size_t size, void **desc);
+/** Free-list item initializer of operations: where their words live (ctx: the module). */
+int mca_btl_ofi_op_words_init(opal_free_list_item_t *item, void *ctx);
+/** Close the registered word slabs (at finalize, after the last operation). */
+void mca_btl_ofi_word_slabs_release(mca_btl_ofi_module_t *module);
 
 /**
  * Translate a peer's virtual address into what the provider expects and check

@@ -223,12 +223,15 @@ static uint64_t mca_btl_ofi_apply(mca_btl_base_atomic_op_t op, int dt, uint64_t 
 void mca_btl_ofi_emulation_post(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op)
 {
     /* Compare against the current guess; store the op applied to that guess. */
-    op->operand = mca_btl_ofi_apply(op->emu.op, op->emu.dt, op->compare, op->emu.operand);
-    op->fetched = 0;
-    ssize_t rc =
-        fi_compare_atomic(module->ep, &op->operand, 1, NULL, &op->compare, NULL, &op->fetched, NULL,
-                          op->endpoint->peer_addr, op->emu.target_addr, op->emu.key,
-                          mca_btl_ofi_atomic_dt[op->emu.dt & 1], FI_CSWAP, &op->fi_ctx);
+    mca_btl_ofi_words_t *words = op->words;
+
+    words->operand = mca_btl_ofi_apply(op->emu.op, op->emu.dt, words->compare, op->emu.operand);
+    words->fetched = 0;
+    ssize_t rc = fi_compare_atomic(module->ep, &words->operand, 1, op->words_desc,
+                                   &words->compare, op->words_desc, &words->fetched,
+                                   op->words_desc, op->endpoint->peer_addr, op->emu.target_addr,
+                                   op->emu.key, mca_btl_ofi_atomic_dt[op->emu.dt & 1], FI_CSWAP,
+                                   &op->fi_ctx);
     if (OPAL_LIKELY(0 == rc)) {
         return;
     }
@@ -246,14 +249,14 @@ void mca_btl_ofi_emulation_step_done(mca_btl_ofi_module_t *module, mca_btl_ofi_o
 {
     const uint64_t mask = (op->emu.dt & 1) ? UINT32_MAX : UINT64_MAX;
 
-    if ((op->fetched & mask) != (op->compare & mask)) {
+    if ((op->words->fetched & mask) != (op->words->compare & mask)) {
         /* Someone changed the value first: retry from what we saw. */
-        op->compare = op->fetched & mask;
+        op->words->compare = op->words->fetched & mask;
         mca_btl_ofi_emulation_post(module, op);
         return;
     }
     if (op->emu.fetching) {
-        memcpy(op->local_address, &op->compare, mca_btl_ofi_dt_size(op->emu.dt));
+        memcpy(op->local_address, &op->words->compare, mca_btl_ofi_dt_size(op->emu.dt));
     }
     op->kind = MCA_BTL_OFI_OP_ATOMIC;
     mca_btl_ofi_op_complete(module, op, OPAL_SUCCESS);
@@ -277,7 +280,7 @@ static int mca_btl_ofi_emulate(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *o
         .target_addr = target,
         .key = key,
     };
-    op->compare = 0;
+    op->words->compare = 0;
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_ATOMICS_EMULATED, 1);
     mca_btl_ofi_emulation_post(module, op);
     return OPAL_SUCCESS;
@@ -350,18 +353,25 @@ static int mca_btl_ofi_atomic(mca_btl_ofi_module_t *module,
                                    remote_handle->key);
     }
 
-    op->operand = operand;
+    op->words->operand = operand;
     if (fetching) {
+        void *desc;
+        if (OPAL_UNLIKELY(OPAL_SUCCESS != mca_btl_ofi_op_local_desc(module, op, local_address,
+                                                                    mca_btl_ofi_dt_size(dt),
+                                                                    &desc))) {
+            mca_btl_ofi_op_release(module, op);
+            return OPAL_ERROR;
+        }
         /* the fetched result is its own proof of remote completion */
-        rc = fi_fetch_atomic(module->ep, &op->operand, 1, NULL, local_address,
-                             mca_btl_ofi_local_desc(local_handle), endpoint->peer_addr, target,
-                             remote_handle->key, mca_btl_ofi_atomic_dt[dt],
-                             mca_btl_ofi_atomic_table[mca_op].fi_op, &op->fi_ctx);
+        rc = fi_fetch_atomic(module->ep, &op->words->operand, 1, op->words_desc, local_address,
+                             desc, endpoint->peer_addr, target, remote_handle->key,
+                             mca_btl_ofi_atomic_dt[dt], mca_btl_ofi_atomic_table[mca_op].fi_op,
+                             &op->fi_ctx);
     } else {
         /* Its completion says nothing about the target: flush proves it (prove_remote). */
         atomic_store_explicit(&endpoint->unproven, true, memory_order_relaxed);
-        rc = fi_atomic(module->ep, &op->operand, 1, NULL, endpoint->peer_addr, target,
-                       remote_handle->key, mca_btl_ofi_atomic_dt[dt],
+        rc = fi_atomic(module->ep, &op->words->operand, 1, op->words_desc, endpoint->peer_addr,
+                       target, remote_handle->key, mca_btl_ofi_atomic_dt[dt],
                        mca_btl_ofi_atomic_table[mca_op].fi_op, &op->fi_ctx);
     }
     return mca_btl_ofi_post_result(module, op, rc, fetching ? "fi_fetch_atomic" : "fi_atomic");
@@ -405,6 +415,7 @@ int mca_btl_ofi_acswap(struct mca_btl_base_module_t *btl, struct mca_btl_base_en
     const int dt = mca_btl_ofi_dt_index(flags & MCA_BTL_ATOMIC_FLAG_32BIT);
     mca_btl_ofi_op_t *op;
     uint64_t target;
+    void *desc;
     ssize_t rc;
 
     (void)order;
@@ -421,10 +432,16 @@ int mca_btl_ofi_acswap(struct mca_btl_base_module_t *btl, struct mca_btl_base_en
         mca_btl_ofi_op_release(module, op);
         return OPAL_ERR_NOT_SUPPORTED;
     }
-    op->operand = value;
-    op->compare = compare;
-    rc = fi_compare_atomic(module->ep, &op->operand, 1, NULL, &op->compare, NULL, local_address,
-                           mca_btl_ofi_local_desc(local_handle), endpoint->peer_addr, target,
-                           remote_handle->key, mca_btl_ofi_atomic_dt[dt], FI_CSWAP, &op->fi_ctx);
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != mca_btl_ofi_op_local_desc(module, op, local_address,
+                                                                mca_btl_ofi_dt_size(dt), &desc))) {
+        mca_btl_ofi_op_release(module, op);
+        return OPAL_ERROR;
+    }
+    op->words->operand = value;
+    op->words->compare = compare;
+    rc = fi_compare_atomic(module->ep, &op->words->operand, 1, op->words_desc,
+                           &op->words->compare, op->words_desc, local_address, desc,
+                           endpoint->peer_addr, target, remote_handle->key,
+                           mca_btl_ofi_atomic_dt[dt], FI_CSWAP, &op->fi_ctx);
     return mca_btl_ofi_post_result(module, op, rc, "fi_compare_atomic");
 }

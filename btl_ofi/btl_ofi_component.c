@@ -217,7 +217,7 @@ static void mca_btl_ofi_register_completion(void)
 
 static int mca_btl_ofi_component_register(void)
 {
-    mca_btl_ofi_component.mr_mode_text = "virt_addr,prov_key,allocated";
+    mca_btl_ofi_component.mr_mode_text = "virt_addr,prov_key,allocated,local,endpoint";
 
     mca_btl_ofi_register_string(
         "provider_include",
@@ -232,9 +232,10 @@ static int mca_btl_ofi_component_register(void)
     (void)mca_base_component_var_register(
         &mca_btl_ofi_component.super.btl_version, "mr_mode",
         "Memory-registration mode bits the BTL may accept from the provider: a comma-separated "
-        "subset of virt_addr, prov_key, allocated, or \"none\" (a number is accepted too). "
-        "Without virt_addr, remote addresses travel as offsets from the registered base; "
-        "without prov_key, the BTL chooses the keys",
+        "subset of virt_addr, prov_key, allocated, local, endpoint, or \"none\" (a number is "
+        "accepted too). Without virt_addr, remote addresses travel as offsets from the "
+        "registered base; without prov_key, the BTL chooses the keys; local and endpoint are "
+        "taken only from a provider that demands them. raw is never served",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_btl_ofi_component.mr_mode_text);
 

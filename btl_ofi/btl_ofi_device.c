@@ -25,6 +25,9 @@ static bool mca_btl_ofi_local_only(const struct fi_info *info)
         return true;
     }
     hints->caps |= FI_REMOTE_COMM;
+    /* asked at the base API: FI_HMEM is not part of the question */
+    hints->caps &= ~FI_HMEM;
+    hints->domain_attr->mr_mode &= ~FI_MR_HMEM;
     free(hints->src_addr);
     hints->src_addr = NULL;
     hints->src_addrlen = 0;
@@ -43,6 +46,16 @@ static void mca_btl_ofi_negotiated(mca_btl_ofi_module_t *module)
 
     module->virt_addr = !!(info->domain_attr->mr_mode & FI_MR_VIRT_ADDR);
     module->prov_key = !!(info->domain_attr->mr_mode & FI_MR_PROV_KEY);
+    module->mr_local = !!(info->domain_attr->mr_mode & FI_MR_LOCAL);
+    module->mr_endpoint = !!(info->domain_attr->mr_mode & FI_MR_ENDPOINT);
+    if (module->mr_local) {
+        /* osc/rdma then registers (or copies into a registered fragment) every local buffer */
+        module->super.btl_get_local_registration_threshold = 0;
+        module->super.btl_put_local_registration_threshold = 0;
+    }
+    atomic_store(&mca_btl_ofi_component.counters[MCA_BTL_OFI_CNT_MR_MODE],
+                 (uint64_t)info->domain_attr->mr_mode);
+    atomic_store(&mca_btl_ofi_component.counters[MCA_BTL_OFI_CNT_KEY_SIZE], key_size);
     module->delivery_complete = !!(info->tx_attr->op_flags & FI_DELIVERY_COMPLETE);
     module->prove_remote = !module->delivery_complete &&
                            MCA_BTL_OFI_COMPLETION_LOCAL != mca_btl_ofi_component.completion;
@@ -105,23 +118,29 @@ static int mca_btl_ofi_open_fids(mca_btl_ofi_module_t *module)
     return OPAL_SUCCESS;
 }
 
-static int mca_btl_ofi_lists_init(mca_btl_ofi_module_t *module)
+static void mca_btl_ofi_lists_construct(mca_btl_ofi_module_t *module)
 {
     OBJ_CONSTRUCT(&module->ops, opal_free_list_t);
     OBJ_CONSTRUCT(&module->endpoint_lock, opal_mutex_t);
     OBJ_CONSTRUCT(&module->endpoints, opal_hash_table_t);
     OBJ_CONSTRUCT(&module->reg_lock, opal_mutex_t);
     OBJ_CONSTRUCT(&module->live_regs, opal_list_t);
+    OBJ_CONSTRUCT(&module->word_slabs, opal_list_t);
     OBJ_CONSTRUCT(&module->deferred_lock, opal_mutex_t);
     OBJ_CONSTRUCT(&module->deferred, opal_list_t);
     atomic_store(&module->outstanding, 0);
+}
 
+/* After negotiation: under FI_MR_LOCAL the operations' words come from registered slabs. */
+static int mca_btl_ofi_lists_init(mca_btl_ofi_module_t *module)
+{
     if (OPAL_SUCCESS != opal_hash_table_init(&module->endpoints, 64)) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    return opal_free_list_init(
-        &module->ops, sizeof(mca_btl_ofi_op_t), opal_cache_line_size, OBJ_CLASS(mca_btl_ofi_op_t),
-        0, 0, 64, mca_btl_ofi_component.op_free_list_max, 64, NULL, 0, NULL, NULL, NULL);
+    return opal_free_list_init(&module->ops, sizeof(mca_btl_ofi_op_t), opal_cache_line_size,
+                               OBJ_CLASS(mca_btl_ofi_op_t), 0, 0, 64,
+                               mca_btl_ofi_component.op_free_list_max, 64, NULL, 0, NULL,
+                               mca_btl_ofi_op_words_init, module);
 }
 
 int mca_btl_ofi_device_open(mca_btl_ofi_module_t *module, struct fi_info *info)
@@ -136,14 +155,16 @@ int mca_btl_ofi_device_open(mca_btl_ofi_module_t *module, struct fi_info *info)
     module->ep = NULL;
     module->proof_reg = NULL;
 
-    rc = mca_btl_ofi_lists_init(module);
-    if (OPAL_SUCCESS == rc) {
-        rc = mca_btl_ofi_open_fids(module);
-    }
+    mca_btl_ofi_lists_construct(module);
+    rc = mca_btl_ofi_open_fids(module);
     if (OPAL_SUCCESS != rc) {
         return rc;
     }
     mca_btl_ofi_negotiated(module);
+    rc = mca_btl_ofi_lists_init(module);
+    if (OPAL_SUCCESS != rc) {
+        return rc;
+    }
     module->initialized = true;
 
     /* The word that proof reads target; every peer may read it. */

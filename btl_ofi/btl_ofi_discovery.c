@@ -220,27 +220,41 @@ static bool mca_btl_ofi_wanted(const mca_btl_ofi_filter_t *filter, const struct 
     return !mca_btl_ofi_in_list(filter->exclude, name);
 }
 
-static struct fi_info *mca_btl_ofi_getinfo(uint64_t mr_mode, uint64_t op_flags, uint64_t msg_order,
-                                           bool enable_mpi_threads)
+/* What one fi_getinfo call asks of the providers. */
+typedef struct mca_btl_ofi_ask_t {
+    uint64_t mr_mode;
+    uint64_t op_flags;
+    uint64_t msg_order;
+    /** FI_HMEM at API 1.18: some providers (shm) pick other protocols for such endpoints */
+    bool hmem;
+} mca_btl_ofi_ask_t;
+
+static struct fi_info *mca_btl_ofi_getinfo(const mca_btl_ofi_ask_t *ask, bool enable_mpi_threads)
 {
     struct fi_info *hints = fi_allocinfo(), *list = NULL;
+    uint32_t version = ask->hmem ? MCA_BTL_OFI_FI_VERSION_HMEM : MCA_BTL_OFI_FI_VERSION;
 
     if (NULL == hints) {
         return NULL;
     }
     hints->caps = FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+    hints->domain_attr->mr_mode = (int)ask->mr_mode;
+    if (ask->hmem) {
+        /* System memory only: FI_MR_HMEM asks nothing of it (fi_mr(3)). */
+        hints->caps |= FI_HMEM;
+        hints->domain_attr->mr_mode |= FI_MR_HMEM;
+    }
     /* Our operation contexts begin with room for the provider (fi_context2). */
     hints->mode = FI_CONTEXT | FI_CONTEXT2;
     hints->ep_attr->type = FI_EP_RDM;
-    hints->domain_attr->mr_mode = (int)mr_mode;
     hints->domain_attr->threading = enable_mpi_threads ? FI_THREAD_SAFE : FI_THREAD_DOMAIN;
     /* The BTL polls its own CQ from opal_progress: no provider thread needed. */
     hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
     hints->domain_attr->control_progress = FI_PROGRESS_UNSPEC;
-    hints->tx_attr->op_flags = op_flags;
-    hints->tx_attr->msg_order = msg_order;
+    hints->tx_attr->op_flags = ask->op_flags;
+    hints->tx_attr->msg_order = ask->msg_order;
 
-    if (0 != fi_getinfo(MCA_BTL_OFI_FI_VERSION, NULL, NULL, 0, hints, &list)) {
+    if (0 != fi_getinfo(version, NULL, NULL, 0, hints, &list)) {
         list = NULL;
     }
     fi_freeinfo(hints);
@@ -389,30 +403,81 @@ const char *mca_btl_ofi_completion_name(const struct fi_info *info)
                : "read_proof";
 }
 
+/* The first wanted entry of list; with like set, the first for the same provider and domain. */
 static const struct fi_info *mca_btl_ofi_first_wanted(const mca_btl_ofi_filter_t *filter,
-                                                      const struct fi_info *list)
+                                                      const struct fi_info *list,
+                                                      const struct fi_info *like)
 {
     for (const struct fi_info *cur = list; cur; cur = cur->next) {
-        if (mca_btl_ofi_wanted(filter, cur)) {
+        if (!mca_btl_ofi_wanted(filter, cur)) {
+            continue;
+        }
+        if (NULL == like ||
+            (0 == strcmp(cur->fabric_attr->prov_name, like->fabric_attr->prov_name) &&
+             0 == strcmp(cur->domain_attr->name, like->domain_attr->name))) {
             return cur;
         }
     }
     return NULL;
 }
 
+/* The first wanted entry fi_getinfo gives for ask (like: see above), duplicated; NULL if none. */
+static struct fi_info *mca_btl_ofi_ask(const mca_btl_ofi_filter_t *filter,
+                                       const mca_btl_ofi_ask_t *ask, const struct fi_info *like,
+                                       bool enable_mpi_threads)
+{
+    struct fi_info *list = mca_btl_ofi_getinfo(ask, enable_mpi_threads);
+    const struct fi_info *match = mca_btl_ofi_first_wanted(filter, list, like);
+    struct fi_info *found = match ? fi_dupinfo(match) : NULL;
+
+    fi_freeinfo(list);
+    return found;
+}
+
+/* Replace *chosen by better, if there is one. */
+static void mca_btl_ofi_prefer(struct fi_info **chosen, struct fi_info *better)
+{
+    if (NULL != better) {
+        fi_freeinfo(*chosen);
+        *chosen = better;
+    }
+}
+
 /* Ordering that makes a read a proof that earlier writes and atomics landed. */
 #define MCA_BTL_OFI_PROOF_ORDER (FI_ORDER_RMA_RAW | FI_ORDER_ATOMIC_RAW)
 
-/* The first wanted provider granting op_flags and msg_order, duplicated; NULL if none. */
+/*
+ * The first wanted provider granting op_flags and msg_order, in libfabric's
+ * order, duplicated; NULL if none. Then, for that same provider and domain:
+ * without FI_MR_LOCAL / FI_MR_ENDPOINT if it can do without (they cost a
+ * registered bounce or a bind per registration), and with FI_HMEM where
+ * libfabric has API 1.18, which is how Open MPI's own btl/ofi asks and what
+ * selects shm's faster protocols.
+ */
 static struct fi_info *mca_btl_ofi_try(const mca_btl_ofi_filter_t *filter, bool enable_mpi_threads,
                                        uint64_t op_flags, uint64_t msg_order)
 {
-    uint64_t allowed = mca_btl_ofi_component.mr_mode_allowed & MCA_BTL_OFI_MR_SERVED;
-    struct fi_info *list = mca_btl_ofi_getinfo(allowed, op_flags, msg_order, enable_mpi_threads);
-    const struct fi_info *match = mca_btl_ofi_first_wanted(filter, list);
-    struct fi_info *chosen = match ? fi_dupinfo(match) : NULL;
+    mca_btl_ofi_ask_t ask = {
+        .mr_mode = mca_btl_ofi_component.mr_mode_allowed & MCA_BTL_OFI_MR_SERVED,
+        .op_flags = op_flags,
+        .msg_order = msg_order,
+        .hmem = false,
+    };
+    struct fi_info *chosen = mca_btl_ofi_ask(filter, &ask, NULL, enable_mpi_threads);
 
-    fi_freeinfo(list);
+    if (NULL == chosen) {
+        return NULL;
+    }
+    if ((uint64_t)chosen->domain_attr->mr_mode & MCA_BTL_OFI_MR_ON_DEMAND) {
+        mca_btl_ofi_ask_t cheaper = ask;
+        cheaper.mr_mode &= ~(uint64_t)MCA_BTL_OFI_MR_ON_DEMAND;
+        mca_btl_ofi_prefer(&chosen, mca_btl_ofi_ask(filter, &cheaper, chosen, enable_mpi_threads));
+    }
+    if (fi_version() >= MCA_BTL_OFI_FI_VERSION_HMEM) {
+        ask.mr_mode = (uint64_t)chosen->domain_attr->mr_mode & MCA_BTL_OFI_MR_SERVED;
+        ask.hmem = true;
+        mca_btl_ofi_prefer(&chosen, mca_btl_ofi_ask(filter, &ask, chosen, enable_mpi_threads));
+    }
     return chosen;
 }
 
@@ -443,6 +508,7 @@ static struct fi_info *mca_btl_ofi_select(const mca_btl_ofi_filter_t *filter,
 
 struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads)
 {
+    const mca_btl_ofi_ask_t all_modes = {.mr_mode = MCA_BTL_OFI_MR_ALL};
     mca_btl_ofi_filter_t filter = {NULL, NULL};
     struct fi_info *all = NULL, *chosen = NULL;
     char mode[128];
@@ -465,7 +531,7 @@ struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads)
     }
 
     /* Every RDM provider with RMA and atomics, whatever its MR needs: for messages. */
-    all = mca_btl_ofi_getinfo(MCA_BTL_OFI_MR_ALL, 0, 0, enable_mpi_threads);
+    all = mca_btl_ofi_getinfo(&all_modes, enable_mpi_threads);
     if (!mca_btl_ofi_check_include(&filter, all)) {
         goto out;
     }
@@ -478,11 +544,12 @@ struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads)
 
     opal_output_verbose(10, mca_btl_ofi_output,
                         MCA_BTL_OFI_LOG "selected provider %s (fabric %s, domain %s), mr_mode %s, "
-                                        "completion %s",
+                                        "key size %zu, completion %s%s",
                         chosen->fabric_attr->prov_name, chosen->fabric_attr->name,
                         chosen->domain_attr->name,
                         mca_btl_ofi_mr_mode_str(chosen->domain_attr->mr_mode, mode, sizeof(mode)),
-                        mca_btl_ofi_completion_name(chosen));
+                        chosen->domain_attr->mr_key_size, mca_btl_ofi_completion_name(chosen),
+                        (chosen->caps & FI_HMEM) ? ", FI_HMEM (system memory only)" : "");
 out:
     fi_freeinfo(all);
     opal_argv_free(filter.include);

@@ -30,7 +30,7 @@ mca_btl_ofi_module_t mca_btl_ofi_module_template = {
         .btl_put_limit = SIZE_MAX,
         .btl_get_alignment = 0,
         .btl_put_alignment = 0,
-        /* No FI_MR_LOCAL: local buffers never need registering. */
+        /* Local buffers need no registration; 0 under FI_MR_LOCAL (device.c). */
         .btl_get_local_registration_threshold = SIZE_MAX,
         .btl_put_local_registration_threshold = SIZE_MAX,
 
@@ -97,11 +97,13 @@ int mca_btl_ofi_finalize(struct mca_btl_base_module_t *btl)
         module->proof_reg = NULL;
     }
     mca_btl_ofi_endpoints_release(module);
+    mca_btl_ofi_word_slabs_release(module);
     mca_btl_ofi_device_close(module);
 
     OBJ_DESTRUCT(&module->deferred);
     OBJ_DESTRUCT(&module->deferred_lock);
     OBJ_DESTRUCT(&module->live_regs);
+    OBJ_DESTRUCT(&module->word_slabs);
     OBJ_DESTRUCT(&module->reg_lock);
     OBJ_DESTRUCT(&module->endpoints);
     OBJ_DESTRUCT(&module->endpoint_lock);

@@ -5,6 +5,11 @@
  * out keys from a counter that fits the provider's mr_key_size, skipping any
  * the provider reports as taken (-FI_ENOKEY). The handle carries the
  * registered base so that peers can send offsets when FI_MR_VIRT_ADDR is off.
+ * Under FI_MR_ENDPOINT each MR is bound to the endpoint and enabled before
+ * use. Under FI_MR_LOCAL every local buffer needs a descriptor: operations
+ * take their operand and result words from registered slabs, and a caller's
+ * buffer that came without a registration handle is registered for that one
+ * operation.
  */
 
 #include "btl_ofi.h"
@@ -50,8 +55,25 @@ static int mca_btl_ofi_mr_reg(mca_btl_ofi_module_t *module, void *base, size_t s
         reg->mr = NULL;
         return OPAL_ERROR;
     }
+    if (module->mr_endpoint && (0 != (rc = fi_mr_bind(reg->mr, &module->ep->fid, 0)) ||
+                                0 != (rc = fi_mr_enable(reg->mr)))) {
+        opal_output_verbose(1, mca_btl_ofi_output,
+                            MCA_BTL_OFI_LOG "binding a registration to the endpoint failed: %s",
+                            fi_strerror(-rc));
+        (void)fi_close(&reg->mr->fid);
+        reg->mr = NULL;
+        return OPAL_ERROR;
+    }
     reg->desc = fi_mr_desc(reg->mr);
     reg->handle.key = fi_mr_key(reg->mr);
+    if (FI_KEY_NOTAVAIL == reg->handle.key) {
+        /* a raw key (FI_MR_RAW), which this BTL does not carry: never truncate one */
+        opal_output_verbose(1, mca_btl_ofi_output,
+                            MCA_BTL_OFI_LOG "the provider gave no 64-bit key for a registration");
+        (void)fi_close(&reg->mr->fid);
+        reg->mr = NULL;
+        return OPAL_ERROR;
+    }
     return OPAL_SUCCESS;
 }
 
@@ -148,4 +170,95 @@ void mca_btl_ofi_regs_release(mca_btl_ofi_module_t *module)
             10, mca_btl_ofi_output,
             MCA_BTL_OFI_LOG "released %zu registrations the upper layer left behind", leftover);
     }
+}
+
+/* ---- FI_MR_LOCAL: registered words for operations ---------------------- */
+
+/* Operation words per registered slab. */
+#define MCA_BTL_OFI_SLAB_WORDS 64
+
+typedef struct mca_btl_ofi_words_slab_t {
+    opal_list_item_t super;
+    mca_btl_ofi_reg_t *reg;
+    size_t used;
+    mca_btl_ofi_words_t words[MCA_BTL_OFI_SLAB_WORDS];
+} mca_btl_ofi_words_slab_t;
+static OBJ_CLASS_INSTANCE(mca_btl_ofi_words_slab_t, opal_list_item_t, NULL, NULL);
+
+/* A slab with a free slot (the last one made, or a new one); NULL if registering failed. */
+static mca_btl_ofi_words_slab_t *mca_btl_ofi_slab_with_room(mca_btl_ofi_module_t *module)
+{
+    mca_btl_ofi_words_slab_t *slab = NULL;
+
+    if (!opal_list_is_empty(&module->word_slabs)) {
+        slab = (mca_btl_ofi_words_slab_t *)opal_list_get_last(&module->word_slabs);
+    }
+    if (NULL != slab && slab->used < MCA_BTL_OFI_SLAB_WORDS) {
+        return slab;
+    }
+    slab = OBJ_NEW(mca_btl_ofi_words_slab_t);
+    if (NULL == slab) {
+        return NULL;
+    }
+    slab->used = 0;
+    slab->reg = mca_btl_ofi_reg_create(module, slab->words, sizeof(slab->words));
+    if (NULL == slab->reg) {
+        OBJ_RELEASE(slab);
+        return NULL;
+    }
+    opal_list_append(&module->word_slabs, &slab->super);
+    return slab;
+}
+
+int mca_btl_ofi_op_words_init(opal_free_list_item_t *item, void *ctx)
+{
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *)ctx;
+    mca_btl_ofi_op_t *op = (mca_btl_ofi_op_t *)item;
+    mca_btl_ofi_words_slab_t *slab;
+
+    op->transient = NULL;
+    op->words = &op->inline_words;
+    op->words_desc = NULL;
+    if (!module->mr_local) {
+        return OPAL_SUCCESS;
+    }
+    OPAL_THREAD_LOCK(&module->reg_lock);
+    slab = mca_btl_ofi_slab_with_room(module);
+    if (NULL != slab) {
+        op->words = &slab->words[slab->used++];
+        op->words_desc = slab->reg->desc;
+    }
+    OPAL_THREAD_UNLOCK(&module->reg_lock);
+    return (NULL == slab) ? OPAL_ERR_OUT_OF_RESOURCE : OPAL_SUCCESS;
+}
+
+void mca_btl_ofi_word_slabs_release(mca_btl_ofi_module_t *module)
+{
+    opal_list_item_t *item;
+
+    while (NULL != (item = opal_list_remove_first(&module->word_slabs))) {
+        mca_btl_ofi_words_slab_t *slab = (mca_btl_ofi_words_slab_t *)item;
+        mca_btl_ofi_reg_destroy(slab->reg);
+        OBJ_RELEASE(slab);
+    }
+}
+
+int mca_btl_ofi_op_local_desc(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op, void *address,
+                              size_t size, void **desc)
+{
+    if (NULL != op->local_handle) {
+        *desc = container_of(op->local_handle, mca_btl_ofi_reg_t, handle)->desc;
+        return OPAL_SUCCESS;
+    }
+    *desc = NULL;
+    if (!module->mr_local || 0 == size) {
+        return OPAL_SUCCESS;
+    }
+    op->transient = mca_btl_ofi_reg_create(module, address, size);
+    if (NULL == op->transient) {
+        return OPAL_ERROR;
+    }
+    mca_btl_ofi_count(MCA_BTL_OFI_CNT_TRANSIENT_REGS, 1);
+    *desc = op->transient->desc;
+    return OPAL_SUCCESS;
 }

@@ -60,7 +60,8 @@ mca_btl_ofi_op_t *mca_btl_ofi_op_alloc(mca_btl_ofi_module_t *module, mca_btl_ofi
     op->cbfunc = cbfunc;
     op->cbcontext = cbcontext;
     op->cbdata = cbdata;
-    op->fetched = 0;
+    op->words->fetched = 0;
+    op->transient = NULL;
     op->parent = NULL;
     atomic_fetch_add(&module->outstanding, 1);
     return op;
@@ -68,6 +69,10 @@ mca_btl_ofi_op_t *mca_btl_ofi_op_alloc(mca_btl_ofi_module_t *module, mca_btl_ofi
 
 void mca_btl_ofi_op_release(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op)
 {
+    if (OPAL_UNLIKELY(NULL != op->transient)) {
+        mca_btl_ofi_reg_destroy(op->transient);
+        op->transient = NULL;
+    }
     opal_free_list_return(&module->ops, &op->super);
     atomic_fetch_sub(&module->outstanding, 1);
 }

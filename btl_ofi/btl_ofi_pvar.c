@@ -43,6 +43,17 @@ static const struct {
                                   "Debug fault injection: posts refused (-FI_EAGAIN) and keys "
                                   "corrupted on purpose",
                                   MCA_BASE_PVAR_CLASS_COUNTER},
+    [MCA_BTL_OFI_CNT_TRANSIENT_REGS] = {"local_registrations",
+                                        "FI_MR_LOCAL: local buffers that came without a "
+                                        "registration, registered for one operation",
+                                        MCA_BASE_PVAR_CLASS_COUNTER},
+    [MCA_BTL_OFI_CNT_MR_MODE] = {"mr_mode",
+                                 "The memory-registration mode negotiated with the provider "
+                                 "(FI_MR_* bits)",
+                                 MCA_BASE_PVAR_CLASS_LEVEL},
+    [MCA_BTL_OFI_CNT_KEY_SIZE] = {"mr_key_size",
+                                  "The provider's memory-registration key size in bytes",
+                                  MCA_BASE_PVAR_CLASS_LEVEL},
     [MCA_BTL_OFI_CNT_REFUSED] = {"refused_count",
                                  "Operations refused for a missing endpoint or registration handle "
                                  "or an address outside the registration",

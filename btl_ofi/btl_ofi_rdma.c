@@ -68,6 +68,7 @@ static int mca_btl_ofi_rma(mca_btl_ofi_module_t *module, const mca_btl_ofi_rma_k
     mca_btl_ofi_op_t *op;
     uint64_t target;
     ssize_t posted;
+    void *desc;
     int rc;
 
     if (OPAL_UNLIKELY(size > limit || !mca_btl_ofi_args_ok(endpoint, remote_handle) ||
@@ -90,9 +91,13 @@ static int mca_btl_ofi_rma(mca_btl_ofi_module_t *module, const mca_btl_ofi_rma_k
         atomic_store_explicit(&op->pending, 2, memory_order_relaxed);
         op->status = OPAL_SUCCESS;
     }
-    posted = kind->post(module->ep, local_address, size, mca_btl_ofi_local_desc(local_handle),
-                        endpoint->peer_addr, target, mca_btl_ofi_inject_key(remote_handle->key),
-                        &op->fi_ctx);
+    if (OPAL_UNLIKELY(OPAL_SUCCESS !=
+                      mca_btl_ofi_op_local_desc(module, op, local_address, size, &desc))) {
+        mca_btl_ofi_op_release(module, op);
+        return OPAL_ERROR;
+    }
+    posted = kind->post(module->ep, local_address, size, desc, endpoint->peer_addr, target,
+                        mca_btl_ofi_inject_key(remote_handle->key), &op->fi_ctx);
     rc = mca_btl_ofi_post_result(module, op, posted, kind->name);
     if (OPAL_SUCCESS == rc) {
         if (MCA_BTL_OFI_OP_UNPROVEN_PUT == op->kind) {
@@ -148,9 +153,9 @@ void mca_btl_ofi_put_proof_post(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *
         return;
     }
     proof->parent = put;
-    rc = fi_read(module->ep, &proof->fetched, sizeof(proof->fetched), NULL, endpoint->peer_addr,
-                 mca_btl_ofi_proof_addr(module, endpoint), endpoint->proof_handle.key,
-                 &proof->fi_ctx);
+    rc = fi_read(module->ep, &proof->words->fetched, sizeof(proof->words->fetched),
+                 proof->words_desc, endpoint->peer_addr, mca_btl_ofi_proof_addr(module, endpoint),
+                 endpoint->proof_handle.key, &proof->fi_ctx);
     if (OPAL_LIKELY(0 == rc)) {
         mca_btl_ofi_count(MCA_BTL_OFI_CNT_PROOF_READS, 1);
         return;
@@ -202,7 +207,8 @@ static int mca_btl_ofi_post_proof(mca_btl_ofi_module_t *module,
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     do {
-        rc = fi_fetch_atomic(module->ep, &atomic_op->operand, 1, NULL, &atomic_op->fetched, NULL,
+        rc = fi_fetch_atomic(module->ep, &atomic_op->words->operand, 1, atomic_op->words_desc,
+                             &atomic_op->words->fetched, atomic_op->words_desc,
                              endpoint->peer_addr, mca_btl_ofi_proof_addr(module, endpoint),
                              endpoint->proof_handle.key, FI_UINT64, FI_ATOMIC_READ,
                              &atomic_op->fi_ctx);

@@ -5,9 +5,6 @@ One invocation runs every configuration in turn (A B C A B C ...) for N
 repetitions, so slow drifts of the machine hit all of them alike:
 
   ours     btl-ofi (btl/ofirma) + osc/rdma on a provider
-  ours-nocma  the same on shm with FI_SHM_DISABLE_CMA=1: shm's shared-buffer
-           copies instead of CMA (the stock btl/ofi of Open MPI 5 gets these
-           because it asks for FI_HMEM, which turns CMA off in shm)
   stock    Open MPI's btl/ofi + osc/rdma on the same provider
   vader    Open MPI 4.1: btl/vader + osc/rdma
   sm       Open MPI 5: osc/rdma over btl/sm (active-message emulation)
@@ -122,9 +119,6 @@ def build_configs(providers, paths, ucx):
     for prov in providers:
         configs.append(Config("ours", prov, "mpi", ours_path, rdma + [
             "--mca", "btl", f"self,{node},{ours}", "--mca", f"btl_{ours}_provider_include", prov]))
-        if prov == "shm":
-            configs.append(Config("ours-nocma", prov, "mpi", ours_path, configs[-1].mca,
-                                  env={"FI_SHM_DISABLE_CMA": "1"}))
         # The stock component excludes shm, sockets, tcp and udp by default: without
         # clearing its exclude list the window would silently go to another BTL.
         configs.append(Config("stock", prov, "mpi", stock_path, rdma + [
@@ -423,7 +417,7 @@ def evaluate_targets_5(stats, providers):
     where the stock btl/ofi carries the traffic at all, and ahead of osc/rdma over
     btl/tcp (active messages) on tcp;ofi_rxm."""
     t = []
-    for prov, o in [(p, f"{n}[{p}]") for p in providers for n in ("ours", "ours-nocma")]:
+    for prov, o in [(p, f"{n}[{p}]") for p in providers for n in ("ours",)]:
         st = f"stock[{prov}]"
         for key in sorted(k for k in stats.get(o, {}) if k[0] in ("lat_us",) or
                           k[0].endswith("_MBps")):

@@ -16,7 +16,8 @@
 #define REF_NAME_MAX 256
 #define REF_CQ_BATCH 64
 
-/* What the BTL asks for (btl_ofi_discovery.c), so the reference runs on the same terms. */
+/* What the BTL asks of providers that do not demand local or endpoint (btl_ofi_discovery.c),
+ * so the reference runs on the same terms. */
 #define REF_MR_SERVED (FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED)
 #define REF_PROOF_ORDER (FI_ORDER_RMA_RAW | FI_ORDER_ATOMIC_RAW)
 
@@ -26,7 +27,7 @@ static void die(const char *what, int rc)
     exit(1);
 }
 
-static struct fi_info *getinfo(const char *prov, uint64_t op_flags, uint64_t msg_order)
+static struct fi_info *getinfo(const char *prov, uint64_t op_flags, uint64_t msg_order, int hmem)
 {
     struct fi_info *hints = fi_allocinfo(), *list = NULL, *match = NULL;
 
@@ -37,13 +38,18 @@ static struct fi_info *getinfo(const char *prov, uint64_t op_flags, uint64_t msg
     hints->mode = FI_CONTEXT | FI_CONTEXT2;
     hints->ep_attr->type = FI_EP_RDM;
     hints->domain_attr->mr_mode = (int) REF_MR_SERVED;
+    if (hmem) {
+        /* as the BTL asks where libfabric >= 1.18: system memory only */
+        hints->caps |= FI_HMEM;
+        hints->domain_attr->mr_mode |= FI_MR_HMEM;
+    }
     hints->domain_attr->threading = FI_THREAD_DOMAIN;
     hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
     hints->domain_attr->control_progress = FI_PROGRESS_UNSPEC;
     hints->tx_attr->op_flags = op_flags;
     hints->tx_attr->msg_order = msg_order;
 
-    if (0 == fi_getinfo(REF_FI_VERSION, NULL, NULL, 0, hints, &list)) {
+    if (0 == fi_getinfo(hmem ? FI_VERSION(1, 18) : REF_FI_VERSION, NULL, NULL, 0, hints, &list)) {
         for (struct fi_info *cur = list; cur && !match; cur = cur->next) {
             if (0 == strcmp(cur->fabric_attr->prov_name, prov)) {
                 match = fi_dupinfo(cur);
@@ -55,14 +61,25 @@ static struct fi_info *getinfo(const char *prov, uint64_t op_flags, uint64_t msg
     return match;
 }
 
+/* With FI_HMEM where libfabric has API 1.18 and the provider grants it, as the BTL does. */
+static struct fi_info *getinfo_as_btl(const char *prov, uint64_t op_flags, uint64_t msg_order)
+{
+    struct fi_info *info = NULL;
+
+    if (fi_version() >= FI_VERSION(1, 18)) {
+        info = getinfo(prov, op_flags, msg_order, 1);
+    }
+    return info ? info : getinfo(prov, op_flags, msg_order, 0);
+}
+
 /* Delivery-complete when the provider grants it, else read-after-write ordering. */
 static struct fi_info *select_provider(const char *prov, int *delivery_complete)
 {
-    struct fi_info *info = getinfo(prov, FI_DELIVERY_COMPLETE, 0);
+    struct fi_info *info = getinfo_as_btl(prov, FI_DELIVERY_COMPLETE, 0);
 
     *delivery_complete = NULL != info;
     if (NULL == info) {
-        info = getinfo(prov, 0, REF_PROOF_ORDER);
+        info = getinfo_as_btl(prov, 0, REF_PROOF_ORDER);
     }
     return info;
 }

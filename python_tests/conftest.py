@@ -144,17 +144,21 @@ class LaunchCache:
 
     def get(self, group):
         if group not in self.launches:
-            state, reason = self.provider_status(group.provider)
+            # the strict provider must be served: no preflight may excuse it
+            state, reason = ("strict", "") if group.strict else \
+                self.provider_status(group.provider)
             if state == "declined":
                 self.launches[group] = launcher.Launch.not_run(declined_reason=reason)
                 return self.launches[group]
             specs = self.selected_checks(group)
             timeout = (45 + sum(matrix.budget_seconds(s, group) for s in specs)) * self.scale
-            workdir = self.tmp_root / group.label.replace("|", "_").replace(";", "+")
+            workdir = self.tmp_root / group.label.replace("|", "_").replace(";", "+").replace(
+                ",", "_")
             launch = launcher.run_mpi(group.nranks, {"checks": specs}, timeout,
                                       provider=group.provider, ours=group.ours(),
-                                      workdir=workdir)
+                                      workdir=workdir, env_overrides=group.env(workdir))
             launch.check_ids = [s["id"] for s in specs]
+            launch.strict_report = workdir / "strictmr.jsonl" if group.strict else None
             self.launches[group] = launch
         return self.launches[group]
 
@@ -203,7 +207,7 @@ def pytest_terminal_summary(terminalreporter, config):
     import outcome
 
     tr = terminalreporter
-    tr.section("btl-ofi launches (provider | MR path | ranks | variant)")
+    tr.section("btl-ofi launches (provider | negotiated MR mode | ranks | variant)")
     waited = sum(launch.lock_wait for launch in cache.launches.values())
     ran = sum(launch.seconds for launch in cache.launches.values())
     tr.write_line(f"{len(cache.launches)} launches: {ran:.0f}s running mpirun, {waited:.0f}s "
@@ -214,15 +218,18 @@ def pytest_terminal_summary(terminalreporter, config):
                           f"{launch.declined_reason[:80]}")
             continue
         sel = outcome.selections(launch)
-        modes = sorted({("|".join(sorted(b)) or "none") + "/" + c for _, b, c in sel})
+        modes = sorted({matrix.mr_label(b) + f"/key{k}/" + c for _, b, c, k in sel})
         checks = outcome.records(launch, "check")
         bad = sum(1 for r in checks if r["errors"])
         state = "TIMEOUT" if launch.timed_out else (
             launch.signal_name or ("ok" if launch.returncode == 0 else f"rc={launch.returncode}"))
+        strict = outcome.strict_report(launch) if group.strict else None
+        strict = (f" strictmr_checked={strict[0]} violations={strict[1] or 0}"
+                  if strict else "")
         tr.write_line(f"{group.label:44s} {state:8s} {launch.seconds:6.1f}s "
                       f"(lock wait {launch.lock_wait:5.1f}s) "
                       f"negotiated={','.join(modes) or '-':28s} checks={len(checks)} "
-                      f"with_errors={bad}")
+                      f"with_errors={bad}{strict}")
 
 
 @pytest.hookimpl(tryfirst=True)

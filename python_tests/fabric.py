@@ -18,6 +18,7 @@ from pathlib import Path
 _CDEF = """
 const char *btlofi_tests_providers(void);
 long long btlofi_tests_rdm_caps(const char *name);
+long long btlofi_tests_mr_mode(const char *name, long long mask, int read_proof);
 """
 
 _SOURCE = r"""
@@ -68,6 +69,40 @@ const char *btlofi_tests_providers(void)
     return report;
 }
 
+/* The MR mode of the first fi_info called exactly `name` when hints offer `mask`
+ * (btl-ofi's hints: delivery-complete, or with read_proof read-after-write
+ * ordering instead), or -1 if it offers none. */
+long long btlofi_tests_mr_mode(const char *name, long long mask, int read_proof)
+{
+    struct fi_info *hints = fi_allocinfo(), *list = NULL, *cur;
+    long long mode = -1;
+
+    if (NULL == hints) {
+        return -1;
+    }
+    hints->caps = FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+    hints->mode = FI_CONTEXT | FI_CONTEXT2;
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->domain_attr->threading = FI_THREAD_SAFE;
+    hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+    hints->domain_attr->mr_mode = (int) mask;
+    if (read_proof) {
+        hints->tx_attr->msg_order = FI_ORDER_RMA_RAW | FI_ORDER_ATOMIC_RAW;
+    } else {
+        hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
+    }
+    if (0 == fi_getinfo(FI_VERSION(1, 5), NULL, NULL, 0, hints, &list)) {
+        for (cur = list; cur && mode < 0; cur = cur->next) {
+            if (0 == strcmp(cur->fabric_attr->prov_name, name)) {
+                mode = cur->domain_attr->mr_mode;
+            }
+        }
+    }
+    fi_freeinfo(list);
+    fi_freeinfo(hints);
+    return mode;
+}
+
 /* Union of the caps of the RDM provider called exactly `name` (any caps asked
  * for, every MR mode allowed), or -1 when libfabric has no such provider. */
 long long btlofi_tests_rdm_caps(const char *name)
@@ -104,9 +139,41 @@ MR_BITS = {
     "prov_key": 1 << 6, "mmu_notify": 1 << 7, "rma_event": 1 << 8, "endpoint": 1 << 9,
     "hmem": 1 << 10,
 }
-# Bits btl-ofi serves; a provider asking for any other bit is declined.
-MR_SERVED = {"virt_addr", "prov_key", "allocated"}
-MR_DECLINED = {"local", "endpoint", "rma_event", "mmu_notify"}
+# Bits btl-ofi serves; a provider asking for any other bit is declined. local
+# and endpoint are taken only from a provider that cannot do without them.
+MR_SERVED = {"virt_addr", "prov_key", "allocated", "local", "endpoint"}
+MR_ON_DEMAND = {"local", "endpoint"}
+MR_DECLINED = {"raw", "rma_event", "mmu_notify"}
+
+
+def mr_mask(names):
+    return sum(MR_BITS[n] for n in names)
+
+
+@functools.lru_cache(maxsize=None)
+def negotiated_mr(provider, allowed, completion="auto"):
+    """The MR bits btl-ofi should negotiate with `provider` when its mr_mode
+    parameter allows `allowed` (a frozenset of names) and its completion
+    parameter is `completion`, as btl_ofi_discovery.c asks: everything served
+    and allowed, then without local/endpoint if the provider can do without;
+    delivery-complete first under auto. hmem is left out (system memory needs
+    nothing of it). None if the provider offers nothing. The conformance rows
+    are named by this, and each launch checks it against what the component
+    reports."""
+    lib = _extension().lib
+    offered = set(allowed) & MR_SERVED
+    tries = {"auto": (0, 1), "delivery": (0,), "read_proof": (1,)}[completion]
+    for read_proof in tries:
+        mode = lib.btlofi_tests_mr_mode(provider.encode(), mr_mask(offered), read_proof)
+        if mode >= 0:
+            break
+    if mode < 0:
+        return None
+    if mr_names(mode) & MR_ON_DEMAND:
+        cheaper = lib.btlofi_tests_mr_mode(provider.encode(), mr_mask(offered - MR_ON_DEMAND),
+                                           read_proof)
+        mode = cheaper if cheaper >= 0 else mode
+    return frozenset(mr_names(mode) - {"hmem"})
 
 
 def mr_names(mask):

@@ -202,16 +202,19 @@ class Hosts:
 
 def mpirun_argv(nranks, provider=None, mca=None, osc="rdma", btl=None,
                 program=None, program_args=(), verbose=True, native=False, hosts=None,
-                ours=None):
+                ours=None, forward=()):
     """mpirun command line; program is a Python script unless native (an executable).
     mca: MCA parameters by full name; ours: the component's own, by the name after
     btl_<component>_ (e.g. {"completion": "read_proof"}). btl: default_btls().
-    hosts (a Hosts): one rank per host namespace, launched from the hub."""
+    hosts (a Hosts): one rank per host namespace, launched from the hub.
+    forward: environment variables passed to the ranks with -x."""
     if hosts is None:
         argv = ["mpirun", "-np", str(nranks), "--oversubscribe", "--bind-to", "none"]
     else:
         argv = hosts.argv_prefix(nranks)
     argv += ["--mca", "pml", "ob1", "--mca", "btl", btl or default_btls(), "--mca", "osc", osc]
+    for name in forward:
+        argv += ["-x", name]
     if provider is not None:
         argv += ["--mca", param("provider_include"), provider]
     for name, value in (ours or {}).items():
@@ -257,7 +260,8 @@ def run_mpi(nranks, plan, timeout, provider=None, mca=None, osc="rdma",
     plan_path.write_text(json.dumps(plan), encoding="utf-8")
     argv = mpirun_argv(nranks, provider, mca, osc, btl,
                        program_args=[str(plan_path), str(report_path)], verbose=verbose,
-                       hosts=hosts, ours=ours)
+                       hosts=hosts, ours=ours,
+                       forward=[k for k in (env_overrides or {}) if k.startswith("FI_")])
     run = run_argv(argv, timeout, env, workdir)
     return Launch(argv=argv, returncode=run.returncode, timed_out=run.timed_out,
                   seconds=run.seconds, stdout=run.stdout, stderr=run.stderr,

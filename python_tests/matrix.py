@@ -11,7 +11,9 @@ No MPI here: this module is imported by the pytest process.
 
 import dataclasses
 import math
+from pathlib import Path
 
+import fabric
 import launcher
 import semantics as sem
 
@@ -22,9 +24,19 @@ NAMED_PROVIDERS = ("shm", "sockets", "tcp;ofi_rxm", "udp;ofi_rxd")
 # MR path name -> value of the component's mr_mode parameter (None: not set)
 MR_PATHS = {"default": None, "0": "0", "virt_addr": "virt_addr", "prov_key": "prov_key",
             "allocated": "allocated"}
-MR_ALLOWED = {"default": {"virt_addr", "prov_key", "allocated"}, "0": set(),
+MR_ALLOWED = {"default": {"virt_addr", "prov_key", "allocated", "local", "endpoint"}, "0": set(),
               "virt_addr": {"virt_addr"}, "prov_key": {"prov_key"},
               "allocated": {"allocated"}}
+
+# ofi_strictmr (strictmr/, issue 13) over these cores demands what real NICs do:
+# mode set name -> FI_MR_* bits it demands; each runs with 2- and 4-byte keys.
+STRICT_CORES = ("shm", "tcp;ofi_rxm")
+STRICT_SETS = {
+    "verbs-like": ("local", "virt_addr", "allocated", "prov_key"),
+    "cxi-like": ("allocated", "endpoint"),
+    "efa-like": ("local", "virt_addr", "allocated", "prov_key", "endpoint"),
+}
+STRICT_KEY_SIZES = (2, 4)
 
 PUT_GET_LIMIT = 65536  # the "split" variant caps BTL put/get at this size
 
@@ -72,15 +84,26 @@ XFAIL_GACC_DERIVED = ("known upstream bug in osc/rdma 4.1.4 (ompi_osc_rdma_gacc_
 
 @dataclasses.dataclass(frozen=True)
 class Group:
-    """One mpirun launch."""
+    """One mpirun launch. Its label names the MR mode the component must
+    negotiate (mr: bits joined by "+", or "none"), checked against what every
+    rank reports, not the mask (mr_path) that selects it."""
     provider: str
     mr_path: str
     nranks: int
     variant: str
+    mr: str = ""
+    strict: tuple = ()  # (mode set name, key size) for provider "<core>;ofi_strictmr"
 
     @property
     def label(self):
-        return f"{self.provider}|mr={self.mr_path}|np{self.nranks}|{self.variant}"
+        strict = f"|{self.strict[0]},key{self.strict[1]}" if self.strict else ""
+        return f"{self.provider}{strict}|mr={self.mr or '?'}|np{self.nranks}|{self.variant}"
+
+    def mr_bits(self):
+        """The negotiated MR bits this group's name promises, or None if unknown."""
+        if not self.mr:
+            return None
+        return set() if self.mr == "none" else set(self.mr.split("+"))
 
     def ours(self):
         """The component's parameters for this launch (names after btl_<component>_)."""
@@ -88,6 +111,26 @@ class Group:
         if MR_PATHS[self.mr_path] is not None:
             params["mr_mode"] = MR_PATHS[self.mr_path]
         return params
+
+    def env(self, workdir):
+        """libfabric variables of this launch: the strict provider's demands and report."""
+        if not self.strict:
+            return {}
+        return {"FI_PROVIDER_PATH": str(strict_provider_dir()),
+                "FI_OFI_STRICTMR_MR_MODE": ",".join(STRICT_SETS[self.strict[0]]),
+                "FI_OFI_STRICTMR_KEY_SIZE": str(self.strict[1]),
+                "FI_OFI_STRICTMR_REPORT": str(Path(workdir) / "strictmr.jsonl")}
+
+
+def strict_provider_dir():
+    """Where make install put libstrictmr-fi.so (beside the component)."""
+    return Path(launcher.load_env_file()["BTL_OFI_COMPONENT_DIR"]) / "prov"
+
+
+def mr_label(bits):
+    """MR bits in libfabric's order joined by "+" ("|" separates a label's fields)."""
+    ordered = [name for name in fabric.MR_BITS if name in bits]
+    return "+".join(ordered) if ordered else "none"
 
 
 def _flavor_fields(name):
@@ -363,23 +406,58 @@ def checks_for(group):
     return _dedupe(fast) + _dedupe(full)
 
 
-def groups(providers, full=False):
+def negotiated_label(provider, mask="default", variant="base"):
+    """The name of the MR mode btl-ofi must negotiate for this row ("" if unknown)."""
+    completion = VARIANTS[variant].get("completion", "auto")
+    bits = fabric.negotiated_mr(provider, frozenset(MR_ALLOWED[mask]), completion)
+    return "" if bits is None else mr_label(bits)
+
+
+def mr_groups(provider):
+    """(mask name, negotiated label) for each MR mask that changes what is
+    negotiated with provider, the default first; a mask that would negotiate
+    the same as an earlier one is dropped (its row would test nothing new)."""
+    out, seen = [], set()
+    for mask in MR_PATHS:
+        label = negotiated_label(provider, mask)
+        if mask == "default" or (label and label not in seen):
+            seen.add(label)
+            out.append((mask, label))
+    return out
+
+
+def strict_groups(providers):
+    """ofi_strictmr rows over each strict core under test, if it is installed."""
+    if not (strict_provider_dir() / "libstrictmr-fi.so").exists():
+        return []
+    return [Group(f"{core};ofi_strictmr", "default", 2, "base", mr_label(set(bits)),
+                  (name, key))
+            for core in STRICT_CORES if core in providers
+            for name, bits in STRICT_SETS.items() for key in STRICT_KEY_SIZES]
+
+
+def groups(providers, full=False, strict=True):
     """Launch groups for these providers. The fast set: every provider x MR
-    path at 2 ranks, plus 3 and 4 ranks, emulation, split transfers, read-proof
-    completion and progress batch 1 on the default MR path."""
+    mode it can be made to negotiate at 2 ranks, plus 3 and 4 ranks, emulation,
+    split transfers, read-proof completion and progress batch 1 on the default
+    MR path, plus the strict provider's NIC-like mode sets and key sizes."""
     out = []
     for prov in providers:
-        for mr in MR_PATHS:
-            out.append(Group(prov, mr, 2, "base"))
+        modes = mr_groups(prov)
+        default = modes[0][1]
+        for mask, mr in modes:
+            out.append(Group(prov, mask, 2, "base", mr))
         for n in (3, 4):
-            out.append(Group(prov, "default", n, "base"))
+            out.append(Group(prov, "default", n, "base", default))
         for variant in ("emulate", "split", "read_proof", "batch1"):
-            out.append(Group(prov, "default", 2, variant))
+            out.append(Group(prov, "default", 2, variant,
+                             negotiated_label(prov, "default", variant)))
         if full:
-            for mr in MR_PATHS:
-                if mr != "default":
-                    out.append(Group(prov, mr, 4, "base"))
-                    out.append(Group(prov, mr, 2, "emulate"))
+            for mask, mr in modes[1:]:
+                out.append(Group(prov, mask, 4, "base", mr))
+                out.append(Group(prov, mask, 2, "emulate", mr))
+    if strict:  # ofi_strictmr checks remote keys through one host's shared memory
+        out += strict_groups(providers)
     return out
 
 

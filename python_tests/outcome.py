@@ -7,6 +7,7 @@ sync, op, dtype, count, layouts), and quotes the command line to reproduce.
 """
 
 import dataclasses
+import json
 import re
 
 import pytest
@@ -20,7 +21,8 @@ def selected_re():
     """The verbose line our component prints on every rank that selects a provider."""
     return re.compile(rf"btl:{re.escape(launcher.component_name())}: selected provider "
                       r"(?P<provider>.+?) \(fabric .*?, domain .*?\),"
-                      r" mr_mode (?P<mr_mode>\S+), completion (?P<completion>\S+)")
+                      r" mr_mode (?P<mr_mode>\S+), key size (?P<key_size>\d+),"
+                      r" completion (?P<completion>\S+)")
 
 
 # Every btl-ofi message says one of these (help-mpi-btl-ofi.txt).
@@ -43,8 +45,9 @@ class Verdict:
 
 
 def describe_group(group):
-    return (f"provider={group.provider} mr_path={group.mr_path} nranks={group.nranks} "
-            f"variant={group.variant}")
+    strict = (f" strict={group.strict[0]} key_size={group.strict[1]}" if group.strict else "")
+    return (f"provider={group.provider}{strict} mr={group.mr or '?'} mr_path={group.mr_path} "
+            f"nranks={group.nranks} variant={group.variant}")
 
 
 def describe_check(spec):
@@ -74,8 +77,9 @@ def selections(launch):
 def _selections(launch):
     out = []
     for m in selected_re().finditer(launch.stderr):
-        bits = set() if m["mr_mode"] == "none" else set(m["mr_mode"].split("|"))
-        out.append((m["provider"], bits, m["completion"]))
+        # hmem: FI_HMEM for system memory (libfabric >= 1.18), asks nothing of us
+        bits = set() if m["mr_mode"] == "none" else set(m["mr_mode"].split("|")) - {"hmem"}
+        out.append((m["provider"], bits, m["completion"], int(m["key_size"])))
     return out
 
 
@@ -126,15 +130,10 @@ def proof_of_path(launch, group=None):
             reasons.append(f"only {len(sel)} of {nranks} ranks report 'btl:"
                            f"{launcher.component_name()}: selected provider' (component not "
                            f"selected)")
-        wrong = {p for p, _, _ in sel if p != group.provider}
+        wrong = {p for p, *_ in sel if p != group.provider}
         if wrong:
             reasons.append(f"selected provider {sorted(wrong)} instead of {group.provider}")
-        allowed = matrix.MR_ALLOWED[group.mr_path]
-        outside = set().union(*[bits for _, bits, _ in sel]) - allowed if sel else set()
-        if outside:
-            reasons.append(f"negotiated mr_mode {sorted(outside)} which {launcher.param('mr_mode')}="
-                           f"{matrix.MR_PATHS[group.mr_path]!r} does not allow "
-                           f"(allowed: {sorted(allowed) or 'none'})")
+        reasons += _mr_mismatch(group, sel)
     moved = {}
     for rec in records(launch, "check"):
         for k in TRAFFIC:
@@ -143,6 +142,55 @@ def proof_of_path(launch, group=None):
         reasons.append(f"{launcher.param('*')} put/get/atomic counters did not move during the "
                        f"checks")
     return not reasons, reasons
+
+
+def _mr_mismatch(group, sel):
+    """What differs between the MR mode (and key size) the group is named for
+    and what the ranks report they negotiated."""
+    reasons = []
+    promised = group.mr_bits()
+    allowed = matrix.MR_ALLOWED[group.mr_path]
+    for rank_bits in {frozenset(bits) for _, bits, *_ in sel}:
+        if promised is not None and set(rank_bits) != promised:
+            reasons.append(f"negotiated mr_mode {matrix.mr_label(rank_bits)}, but this row is "
+                           f"named for {group.mr}")
+        if set(rank_bits) - allowed:
+            reasons.append(f"negotiated mr_mode {sorted(set(rank_bits) - allowed)} which "
+                           f"{launcher.param('mr_mode')}={matrix.MR_PATHS[group.mr_path]!r} "
+                           f"does not allow")
+    if group.strict:
+        sizes = {key for *_, key in sel}
+        if sizes != {group.strict[1]}:
+            reasons.append(f"key size {sorted(sizes)} reported, {group.strict[1]} demanded")
+    return reasons
+
+
+def strict_report(launch):
+    """(checked, violations by rule) summed over the strict provider's report
+    lines (one per fabric close); None if it wrote none."""
+    path = getattr(launch, "strict_report", None)
+    if path is None or not path.exists():
+        return None
+    checked, violations = 0, {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        entry = json.loads(line)
+        checked += sum(entry.get("checked", {}).values())
+        for rule, n in entry.get("violations", {}).items():
+            violations[rule] = violations.get(rule, 0) + n
+    return checked, {rule: n for rule, n in violations.items() if n}
+
+
+def judge_strict(launch, group, where):
+    """ofi_strictmr checked the launch's operations and found no violation."""
+    report = strict_report(launch)
+    if report is None:
+        return Verdict("fail", f"{where}: ofi_strictmr wrote no report "
+                               f"({getattr(launch, 'strict_report', None)})")
+    checked, violations = report
+    if checked == 0 or violations:
+        return Verdict("fail", f"{where}: ofi_strictmr checked {checked} operations and found "
+                               f"violations {violations or 'none'}\n  {launch.command_line()}")
+    return None
 
 
 def judge_group(launch, group, expected_ids):
@@ -163,6 +211,10 @@ def judge_group(launch, group, expected_ids):
     if not carried:
         return Verdict("fail", f"NOT CARRIED BY btl-ofi: {where}: " + "; ".join(reasons)
                        + f"\n  {launch.command_line()}")
+    if group.strict:
+        strict = judge_strict(launch, group, where)
+        if strict:
+            return strict
     end = records(launch, "end")
     if end and end[0]["registrations_live"][1] != end[0]["registrations_live"][0]:
         before, after = end[0]["registrations_live"]

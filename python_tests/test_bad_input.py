@@ -67,9 +67,9 @@ disabling itself; Open MPI continues without it.
   Processes:  {processes}'''
 
 BAD_MR_MODE = '''btl-ofi cannot read the memory-registration modes it was given: give "none"
-or a comma-separated subset of virt_addr, prov_key, allocated, or a number
-made of those bits. btl-ofi is disabling itself; Open MPI continues without
-it.
+or a comma-separated subset of virt_addr, prov_key, allocated, local,
+endpoint, or a number made of those bits. btl-ofi is disabling itself; Open
+MPI continues without it.
 
   Parameter:  btl_{c}_mr_mode
   Value:      "bogus"
@@ -115,8 +115,8 @@ Open MPI continues without it.
 
   Provider:   {provider}
   Needs:      {needs}
-  Allowed:    btl_{c}_mr_mode = virt_addr|allocated|prov_key
-  Served:     virt_addr|allocated|prov_key
+  Allowed:    btl_{c}_mr_mode = local|virt_addr|allocated|prov_key|endpoint
+  Served:     local|virt_addr|allocated|prov_key|endpoint
   Processes:  {processes}'''
 
 BROKEN = '''The libfabric provider named for btl-ofi is known not to work for one-sided
@@ -266,22 +266,34 @@ def test_provider_without_64bit_cas(nranks, tmp_path, mpi_env_file, component):
                    "provider net", component, provider="net")
 
 
+# What ofi_strictmr demands to stand for a provider with raw keys (FI_MR_RAW,
+# keys wider than 8 bytes), which btl-ofi does not carry.
+RAW_DEMAND = ("raw", "virt_addr", "allocated", "prov_key")
+RAW_KEY_SIZE = 16
+
+
 @pytest.mark.parametrize("nranks", RANKS)
 def test_provider_needing_declined_mr_mode(nranks, tmp_path, mpi_env_file, component):
-    """A provider that insists on FI_MR_LOCAL / ENDPOINT / RMA_EVENT / MMU_NOTIFY
-    must be refused with the mr-mode-declined message."""
-    needing = outcome.providers_declining_mr()
-    if not needing:
-        modes = {p.name: sorted(set().union(*map(fabric.mr_names, p.mr_modes)))
-                 for p in fabric.rdm_rma_atomic_providers()}
-        pytest.skip("no provider on this host needs an MR mode btl-ofi declines "
-                    f"({', '.join(sorted(fabric.MR_DECLINED))}); fi_getinfo MR modes: {modes}")
-    provider, bits = next(iter(needing.items()))
-    info = next(p for p in fabric.rdm_rma_atomic_providers() if p.name == provider)
-    needs = "|".join(fabric.mr_names_ordered(info.mr_modes[0]))
-    expected = MR_DECLINED.replace("{provider}", provider).replace("{needs}", needs)
-    _run_and_judge(tmp_path, nranks, expected, f"provider {provider} needing {sorted(bits)}",
-                   component, provider=provider)
+    """A provider that insists on an MR mode btl-ofi does not serve (raw keys,
+    or rma_event / mmu_notify) is refused with the mr-mode-declined message.
+    No local provider asks for one, so the strict provider is made to demand
+    raw keys of 16 bytes; a host provider that insists on one is tried too."""
+    prov_dir = matrix.strict_provider_dir()
+    assert (prov_dir / "libstrictmr-fi.so").exists(), f"{prov_dir}: make install missing"
+    needs = "|".join(name for name in fabric.MR_BITS if name in RAW_DEMAND)
+    env = {"FI_PROVIDER_PATH": str(prov_dir),
+           "FI_OFI_STRICTMR_MR_MODE": ",".join(RAW_DEMAND),
+           "FI_OFI_STRICTMR_KEY_SIZE": str(RAW_KEY_SIZE)}
+    expected = MR_DECLINED.replace("{provider}", "shm;ofi_strictmr").replace("{needs}", needs)
+    _run_and_judge(tmp_path / "strict-raw", nranks, expected, "shm;ofi_strictmr demanding raw",
+                   component, provider="shm;ofi_strictmr", env_overrides=env)
+    for provider, bits in outcome.providers_declining_mr().items():
+        info = next(p for p in fabric.rdm_rma_atomic_providers() if p.name == provider)
+        needs = "|".join(fabric.mr_names_ordered(info.mr_modes[0]))
+        expected = MR_DECLINED.replace("{provider}", provider).replace("{needs}", needs)
+        _run_and_judge(tmp_path / provider.replace(";", "+"), nranks, expected,
+                       f"provider {provider} needing {sorted(bits)}", component,
+                       provider=provider)
 
 
 @pytest.mark.parametrize("nranks", RANKS)

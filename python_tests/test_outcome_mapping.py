@@ -2,15 +2,17 @@
 a timeout, a signal a crash, missing counters 'not carried', a wrong byte a
 failure. No mpirun here."""
 
+import json
+
 import launcher
 import matrix
 import outcome
 
-GROUP = matrix.Group("shm", "default", 2, "base")
+GROUP = matrix.Group("shm", "default", 2, "base", "virt_addr")
 PUT = matrix._rma("put", "create_du8", "fence", "int64", 4)
 SELECTED = "".join(f"[vm:{p}] btl:{launcher.component_name()}: selected provider shm "
                    f"(fabric shm, domain shm), "
-                   f"mr_mode virt_addr, completion delivery\n" for p in (1, 2))
+                   f"mr_mode virt_addr, key size 8, completion delivery\n" for p in (1, 2))
 
 
 def fake(records, rc=0, timed_out=False, stderr=SELECTED):
@@ -61,6 +63,62 @@ def test_mr_mode_outside_mask_fails_the_group():
     group = matrix.Group("shm", "prov_key", 2, "base")
     verdict = outcome.judge_group(fake([START_OK, check()]), group, [PUT["id"]])
     assert verdict.status == "fail" and "virt_addr" in verdict.message
+
+
+def test_row_named_for_another_mode_fails_the_group():
+    """A row is named by the mode it must negotiate; the ranks' report decides."""
+    group = matrix.Group("shm", "0", 2, "base", "none")
+    verdict = outcome.judge_group(fake([START_OK, check()]), group, [PUT["id"]])
+    assert verdict.status == "fail" and "named for none" in verdict.message
+
+
+def test_hmem_is_not_an_mr_requirement():
+    stderr = SELECTED.replace("mr_mode virt_addr,", "mr_mode virt_addr|hmem,")
+    launch = fake([START_OK, check()], stderr=stderr)
+    assert outcome.judge_group(launch, GROUP, [PUT["id"]]).status == "pass"
+
+
+STRICT = matrix.Group("shm;ofi_strictmr", "default", 2, "base", "local+virt_addr+allocated+prov_key",
+                      ("verbs-like", 2))
+
+
+def _strict_launch(tmp_path, lines, key_size=2):
+    stderr = "".join(f"[vm:{p}] btl:{launcher.component_name()}: selected provider "
+                     f"shm;ofi_strictmr (fabric shm, domain shm), mr_mode "
+                     f"local|virt_addr|allocated|prov_key, key size {key_size}, completion "
+                     f"delivery\n" for p in (1, 2))
+    launch = fake([START_OK, check()], stderr=stderr)
+    launch.strict_report = tmp_path / "strictmr.jsonl"
+    if lines is not None:
+        launch.strict_report.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return launch
+
+
+def test_strict_rows_need_a_clean_report(tmp_path):
+    clean = {"checked": {"range": 40, "desc_missing": 12}, "violations": {"range": 0}}
+    assert outcome.judge_group(_strict_launch(tmp_path, [clean, clean]), STRICT,
+                               [PUT["id"]]).status == "pass"
+
+
+def test_strict_violation_fails_the_group(tmp_path):
+    bad = {"checked": {"range": 40}, "violations": {"range": 0, "desc_missing": 3}}
+    verdict = outcome.judge_group(_strict_launch(tmp_path, [bad]), STRICT, [PUT["id"]])
+    assert verdict.status == "fail" and "desc_missing" in verdict.message
+
+
+def test_strict_row_without_report_or_checks_fails(tmp_path):
+    assert outcome.judge_group(_strict_launch(tmp_path, None), STRICT,
+                               [PUT["id"]]).status == "fail"
+    idle = {"checked": {"range": 0}, "violations": {}}
+    assert outcome.judge_group(_strict_launch(tmp_path, [idle]), STRICT,
+                               [PUT["id"]]).status == "fail"
+
+
+def test_strict_key_size_must_be_the_demanded_one(tmp_path):
+    clean = {"checked": {"range": 40}, "violations": {}}
+    verdict = outcome.judge_group(_strict_launch(tmp_path, [clean], key_size=8), STRICT,
+                                  [PUT["id"]])
+    assert verdict.status == "fail" and "key size" in verdict.message
 
 
 def test_timeout_is_reported_as_timeout():

@@ -84,7 +84,7 @@ def stale_key_tool(tmp_path_factory):
     return exe
 
 
-def _locked_run(argv, timeout, lock_timeout):
+def _locked_run(argv, timeout, lock_timeout, env=None):
     """Run argv holding the machine-wide lock (2 cores: never overlap with
     mpirun jobs or benchmarks); every wait is bounded."""
     with open(launcher.MPI_LOCK, "a+") as lock:
@@ -100,7 +100,7 @@ def _locked_run(argv, timeout, lock_timeout):
                 time.sleep(0.2)
         try:
             return subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                                  start_new_session=True)
+                                  start_new_session=True, env=env)
         except subprocess.TimeoutExpired as exc:
             pytest.fail(f"stale_key did not finish within {timeout:.0f}s (its own bounds "
                         f"failed): {exc.stdout!r}", pytrace=False)

@@ -31,3 +31,80 @@ def test_strict_provider_catches_every_rule(core):
     tally = re.search(r"run_tests: (\d+) runs, (\d+) failed", output)
     assert proc.returncode == 0 and tally and int(tally.group(1)) > 0 \
         and int(tally.group(2)) == 0, f"{core};ofi_strictmr:\n{output[-4000:]}"
+
+
+# ---- the checker fails a BTL-style mistake (issue 13, item 4) -------------------
+#
+# The conformance rows on ofi_strictmr (matrix.STRICT_SETS) pass only with zero
+# violations; these show that the same provider, installed beside btl-ofi,
+# reports a violation when one happens, so that zero means something.
+
+import json  # noqa: E402
+import shutil  # noqa: E402
+
+import launcher  # noqa: E402
+import matrix  # noqa: E402
+import outcome  # noqa: E402
+from test_stale_key import _locked_run  # noqa: E402
+
+STALE_KEY_SOURCE = REPO / "tools" / "stale_key.c"
+# btl-ofi's default hints without local/endpoint (tools/stale_key.c passes no desc
+# and binds nothing): the strict provider must then judge keys alone.
+KEY_ONLY_MODE = "virt_addr,allocated,prov_key"
+
+
+def _violations(report_path):
+    """Violations by rule, summed over the strict provider's report lines."""
+    total = {}
+    for line in report_path.read_text().splitlines():
+        for rule, n in json.loads(line)["violations"].items():
+            total[rule] = total.get(rule, 0) + n
+    return {rule: n for rule, n in total.items() if n}
+
+
+def _strict_env(tmp_path, mode, key_size=4):
+    return {"FI_PROVIDER_PATH": str(matrix.strict_provider_dir()),
+            "FI_OFI_STRICTMR_MR_MODE": mode, "FI_OFI_STRICTMR_KEY_SIZE": str(key_size),
+            "FI_OFI_STRICTMR_REPORT": str(tmp_path / "strictmr.jsonl")}
+
+
+def test_stale_key_tool_is_caught(tmp_path):
+    """tools/stale_key.c writes and reads through the key of a closed
+    registration: the strict provider fails each with FI_EKEYREJECTED and
+    counts it as key_closed (shm itself never completes such an operation)."""
+    cc = shutil.which("cc")
+    assert cc, "no C compiler (cc) to build tools/stale_key.c"
+    exe = tmp_path / "stale_key"
+    subprocess.run([cc, "-O1", str(STALE_KEY_SOURCE), "-o", str(exe), "-lfabric"], check=True,
+                   timeout=300)
+    env = {**launcher.mpi_env(), **_strict_env(tmp_path, KEY_ONLY_MODE)}
+    run = _locked_run([str(exe), "--btl", "--json", "--probes", "stale_write,stale_read",
+                       "shm;ofi_strictmr"], 300, 900, env=env)
+    assert run.returncode == 0, run.stderr
+    row = json.loads(run.stdout.splitlines()[0])
+    for probe in ("stale_write", "stale_read"):
+        record = row["probes"][probe]
+        assert record["control"]["completion"] == "ok" and record["control_landed"], record
+        assert record["probe"]["completion"] == "error" \
+            and record["probe"]["errno"] == 129, record  # FI_EKEYREJECTED
+        assert not record["target_memory_changed"], record
+    assert _violations(tmp_path / "strictmr.jsonl") == {"key_closed": 2}
+
+
+def test_btl_corrupted_keys_are_caught(tmp_path):
+    """btl-ofi's debug fault injection corrupts the key of every 2nd put/get
+    (btl_<c>_inject_cq_error): on the verbs-like mode set the strict provider
+    must reject those with error completions and count key_unknown, and
+    btl-ofi must count the CQ errors."""
+    plan = {"checks": [matrix._rma(op, "create_du8", "flush", "int64", 4)
+                       for op in ("put", "get", "put", "get")]}
+    env = _strict_env(tmp_path, "local,virt_addr,allocated,prov_key")
+    launch = launcher.run_mpi(2, plan, 90, provider="shm;ofi_strictmr", workdir=tmp_path,
+                              ours={"inject_cq_error": "2"}, env_overrides=env)
+    report = tmp_path / "strictmr.jsonl"
+    assert report.exists(), f"no strict report:\n{launch.tail()}"
+    found = _violations(report)
+    assert found.get("key_unknown", 0) > 0 and set(found) == {"key_unknown"}, \
+        f"violations {found}\n{launch.tail()}"
+    cq_errors = sum(r["deltas"].get("cq_errors", 0) for r in outcome.records(launch, "check"))
+    assert cq_errors > 0 or outcome.our_messages(launch), launch.tail()
