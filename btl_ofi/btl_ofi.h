@@ -401,16 +401,32 @@ void mca_btl_ofi_reg_destroy(mca_btl_ofi_reg_t *reg);
 /** Deregister whatever the upper layer left registered at finalize. */
 void mca_btl_ofi_regs_release(mca_btl_ofi_module_t *module);
 
+/** Slow path of mca_btl_ofi_op_desc: register op's buffer for this operation. */
+bool mca_btl_ofi_op_transient_desc(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
+                                   void *address, size_t size, void **desc);
+
 /**
  * The descriptor for an operation's local buffer [address, address + size):
  * the one of op->local_handle; without a handle NULL, or under FI_MR_LOCAL a
  * registration made for this operation (op->transient, closed when the
  * operation is released).
  *
- * @retval OPAL_SUCCESS with *desc set, or OPAL_ERROR if registering failed
+ * @retval true with *desc set; false if registering failed, and then op has
+ *         been released
  */
-int mca_btl_ofi_op_local_desc(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op, void *address,
-                              size_t size, void **desc);
+static inline bool mca_btl_ofi_op_desc(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
+                                       void *address, size_t size, void **desc)
+{
+    if (OPAL_LIKELY(NULL != op->local_handle)) {
+        *desc = container_of(op->local_handle, mca_btl_ofi_reg_t, handle)->desc;
+        return true;
+    }
+    *desc = NULL;
+    if (OPAL_LIKELY(!module->mr_local || 0 == size)) {
+        return true;
+    }
+    return mca_btl_ofi_op_transient_desc(module, op, address, size, desc);
+}
 /** Free-list item initializer of operations: where their words live (ctx: the module). */
 int mca_btl_ofi_op_words_init(opal_free_list_item_t *item, void *ctx);
 /** Close the registered word slabs (at finalize, after the last operation). */

@@ -356,10 +356,8 @@ static int mca_btl_ofi_atomic(mca_btl_ofi_module_t *module,
     op->words->operand = operand;
     if (fetching) {
         void *desc;
-        if (OPAL_UNLIKELY(OPAL_SUCCESS != mca_btl_ofi_op_local_desc(module, op, local_address,
-                                                                    mca_btl_ofi_dt_size(dt),
-                                                                    &desc))) {
-            mca_btl_ofi_op_release(module, op);
+        if (OPAL_UNLIKELY(!mca_btl_ofi_op_desc(module, op, local_address,
+                                               mca_btl_ofi_dt_size(dt), &desc))) {
             return OPAL_ERROR;
         }
         /* the fetched result is its own proof of remote completion */
@@ -432,9 +430,8 @@ int mca_btl_ofi_acswap(struct mca_btl_base_module_t *btl, struct mca_btl_base_en
         mca_btl_ofi_op_release(module, op);
         return OPAL_ERR_NOT_SUPPORTED;
     }
-    if (OPAL_UNLIKELY(OPAL_SUCCESS != mca_btl_ofi_op_local_desc(module, op, local_address,
-                                                                mca_btl_ofi_dt_size(dt), &desc))) {
-        mca_btl_ofi_op_release(module, op);
+    if (OPAL_UNLIKELY(!mca_btl_ofi_op_desc(module, op, local_address, mca_btl_ofi_dt_size(dt),
+                                           &desc))) {
         return OPAL_ERROR;
     }
     op->words->operand = value;

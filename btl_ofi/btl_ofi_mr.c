@@ -243,22 +243,15 @@ void mca_btl_ofi_word_slabs_release(mca_btl_ofi_module_t *module)
     }
 }
 
-int mca_btl_ofi_op_local_desc(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op, void *address,
-                              size_t size, void **desc)
+bool mca_btl_ofi_op_transient_desc(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
+                                   void *address, size_t size, void **desc)
 {
-    if (NULL != op->local_handle) {
-        *desc = container_of(op->local_handle, mca_btl_ofi_reg_t, handle)->desc;
-        return OPAL_SUCCESS;
-    }
-    *desc = NULL;
-    if (!module->mr_local || 0 == size) {
-        return OPAL_SUCCESS;
-    }
     op->transient = mca_btl_ofi_reg_create(module, address, size);
     if (NULL == op->transient) {
-        return OPAL_ERROR;
+        mca_btl_ofi_op_release(module, op);
+        return false;
     }
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_TRANSIENT_REGS, 1);
     *desc = op->transient->desc;
-    return OPAL_SUCCESS;
+    return true;
 }

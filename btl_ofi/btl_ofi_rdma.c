@@ -91,9 +91,7 @@ static int mca_btl_ofi_rma(mca_btl_ofi_module_t *module, const mca_btl_ofi_rma_k
         atomic_store_explicit(&op->pending, 2, memory_order_relaxed);
         op->status = OPAL_SUCCESS;
     }
-    if (OPAL_UNLIKELY(OPAL_SUCCESS !=
-                      mca_btl_ofi_op_local_desc(module, op, local_address, size, &desc))) {
-        mca_btl_ofi_op_release(module, op);
+    if (OPAL_UNLIKELY(!mca_btl_ofi_op_desc(module, op, local_address, size, &desc))) {
         return OPAL_ERROR;
     }
     posted = kind->post(module->ep, local_address, size, desc, endpoint->peer_addr, target,
