@@ -12,7 +12,6 @@
 
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/mca/base/mca_base_var_enum.h"
-#include "opal/util/show_help.h"
 
 #include "btl_ofi_report.h"
 
@@ -260,10 +259,6 @@ static int mca_btl_ofi_component_register(void)
 
 static int mca_btl_ofi_component_open(void)
 {
-#ifdef MCA_BTL_OFI_HELP_DIR
-    /* Built outside Open MPI: our help file is not in Open MPI's data directory. */
-    (void)opal_show_help_add_dir(MCA_BTL_OFI_HELP_DIR);
-#endif
     mca_btl_ofi_component.module = NULL;
     return OPAL_SUCCESS;
 }

@@ -15,9 +15,11 @@
 
 #include "btl_ofi.h"
 #include "btl_ofi_compat.h"
-#include "opal/util/show_help.h"
+#include "btl_ofi_help_text.h"
 
-#define MCA_BTL_OFI_HELP_FILE "help-mpi-btl-ofi.txt"
+/* The frame Open MPI's show_help draws around a message. */
+static const char mca_btl_ofi_dash_line[] =
+    "--------------------------------------------------------------------------\n";
 
 /* Hosts named in a "Processes:" field; the rest are counted. */
 #define MCA_BTL_OFI_REPORT_HOSTS 4
@@ -97,26 +99,74 @@ static void mca_btl_ofi_write_stderr(const char *text)
     }
 }
 
+/* The text of a topic of help-mpi-btl-ofi.txt, or NULL. */
+static const char *mca_btl_ofi_help_text(const char *topic)
+{
+    for (size_t i = 0; i < sizeof(mca_btl_ofi_help_topics) / sizeof(mca_btl_ofi_help_topics[0]);
+         ++i) {
+        if (0 == strcmp(topic, mca_btl_ofi_help_topics[i].topic)) {
+            return mca_btl_ofi_help_topics[i].text;
+        }
+    }
+    return NULL;
+}
+
+/*
+ * The text between two dash lines, as Open MPI's show_help frames it, with
+ * each %s replaced by the next of v[0..nv) and %% by %. The component renders
+ * its messages itself: Open MPI 6 no longer reads the help files of
+ * components built outside its tree (help_text.awk).
+ */
+static char *mca_btl_ofi_render(const char *text, const char *const *v, int nv)
+{
+    char *out = NULL;
+    size_t len = 0;
+    int next = 0;
+    FILE *f = open_memstream(&out, &len);
+
+    if (NULL == f) {
+        return NULL;
+    }
+    fputs(mca_btl_ofi_dash_line, f);
+    for (const char *c = text; *c; ++c) {
+        if ('%' == c[0] && 's' == c[1]) {
+            fputs(next < nv ? v[next] : "", f);
+            ++next;
+            ++c;
+        } else if ('%' == c[0] && '%' == c[1]) {
+            fputc('%', f);
+            ++c;
+        } else {
+            fputc(*c, f);
+        }
+    }
+    fputs(mca_btl_ofi_dash_line, f);
+    if (0 != fclose(f)) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
 /* Render the topic with its arguments, then `where` as its last field, and write it. */
 static void mca_btl_ofi_show(const mca_btl_ofi_message_t *msg, const char *where)
 {
     const char *v[MCA_BTL_OFI_REPORT_MAX_ARGS + 1];
-    char *text;
+    const char *text = mca_btl_ofi_help_text(msg->topic);
+    char *out = NULL;
 
     for (int i = 0; i <= MCA_BTL_OFI_REPORT_MAX_ARGS; ++i) {
         v[i] = i < msg->nargs ? msg->args[i] : (i == msg->nargs ? where : "");
     }
-    text = opal_show_help_string(MCA_BTL_OFI_HELP_FILE, msg->topic, true, v[0], v[1], v[2], v[3],
-                                 v[4], v[5], v[6], v[7], v[8]);
-    if (NULL == text) {
-        /* No help file: still say what happened. */
-        if (0 > asprintf(&text, "btl-ofi: %s (%s; %s not found)\n", msg->topic, where,
-                         MCA_BTL_OFI_HELP_FILE)) {
-            return;
-        }
+    if (NULL != text) {
+        out = mca_btl_ofi_render(text, v, MCA_BTL_OFI_REPORT_MAX_ARGS + 1);
+    } else if (0 > asprintf(&out, "btl-ofi: %s (%s; no such message)\n", msg->topic, where)) {
+        out = NULL;
     }
-    mca_btl_ofi_write_stderr(text);
-    free(text);
+    if (NULL != out) {
+        mca_btl_ofi_write_stderr(out);
+        free(out);
+    }
 }
 
 static char *mca_btl_ofi_cause_key(void)

@@ -108,7 +108,7 @@ component_files() {
     if git -C "$REPO" rev-parse --git-dir >/dev/null 2>&1; then
         git -C "$REPO" ls-files btl_ofi
     else
-        (cd "$REPO" && ls btl_ofi/*.c btl_ofi/*.h btl_ofi/*.am btl_ofi/*.m4 btl_ofi/*.txt)
+        (cd "$REPO" && ls btl_ofi/*.c btl_ofi/*.h btl_ofi/*.am btl_ofi/*.m4 btl_ofi/*.txt btl_ofi/*.awk | grep -v btl_ofi_help_text.h)
     fi
 }
 BTL_OFI_HASH=$(cd "$REPO" && component_files | xargs sha256sum | sha256sum | cut -c1-16)

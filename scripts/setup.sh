@@ -54,25 +54,33 @@ apt-get install -y -qq --no-install-recommends "${PACKAGES[@]}" >/dev/null
 
 # Open MPI 5/6 on Debian: the headers libopenmpi-dev leaves out come from the
 # same version's source, fetched only when configure says it needs them.
+#   fetch_ompi_source VERSION SUITE   prints the tree's path; 1 if not served
 fetch_ompi_source() {
-    local version src_dir
-    version=$(ompi_source_version)
+    local version=$1 suite=$2 src_dir
     src_dir=$CACHE/openmpi-src/$version
     if [ ! -f "$src_dir/.complete" ]; then
-        step "Open MPI $version source (apt-get source), for the headers Debian does not install" >&2
-        if ensure_deb_src "$SUITE"; then
+        step "Open MPI $version source (apt-get source, $suite), for the headers Debian does not install" >&2
+        if ensure_deb_src "$suite"; then
             apt-get update -qq
         fi
         rm -rf "$src_dir"
         mkdir -p "$src_dir"
         if ! (cd "$src_dir" && apt-get source -qq "openmpi=$version" >"$src_dir.log" 2>&1); then
             tail -n 5 "$src_dir.log" >&2
-            die "apt-get source openmpi=$version failed: this machine's Debian mirror does not \
-serve that source package, which configure needs (above)"
+            echo "setup: apt-get source openmpi=$version failed: this machine's Debian mirror does not serve it" >&2
+            rm -rf "$src_dir"
+            return 1
         fi
         touch "$src_dir/.complete"
     fi
     find "$src_dir" -mindepth 1 -maxdepth 1 -type d -name 'openmpi-*' | head -n1
+}
+
+# The newest Open MPI source Debian 13 has (apt-cache on a trixie deb-src entry).
+trixie_ompi_version() {
+    apt-cache showsrc openmpi 2>/dev/null | awk '/^Version:/ { print $2 }' |
+        while read -r v; do dpkg --compare-versions "$v" lt 6 && echo "$v"; done |
+        sort -V | tail -n1
 }
 
 step "Python environment in $VENV (mpi4py, numpy, cffi, pytest; matplotlib for the benchmarks)"
@@ -90,9 +98,25 @@ step "Build and install btl-ofi into $PREFIX"
 autoreconf -fi >/dev/null 2>&1
 if ! ./configure -q --prefix="$PREFIX"; then
     grep -q "installed headers are incomplete" config.log || die "configure failed (config.log)"
-    tree=$(fetch_ompi_source)
-    [ -n "$tree" ] || die "no openmpi-* source tree in $CACHE/openmpi-src"
-    ./configure -q --prefix="$PREFIX" --with-ompi-source="$tree"
+    version=$(ompi_source_version)
+    if tree=$(fetch_ompi_source "$version" "$SUITE"); then
+        [ -n "$tree" ] || die "no openmpi-* source tree in $CACHE/openmpi-src/$version"
+        ./configure -q --prefix="$PREFIX" --with-ompi-source="$tree"
+    elif [ "$PLATFORM" = "Debian unstable" ]; then
+        # A release candidate's source may be gone from the mirror while its
+        # binaries stay. The four missing headers (pthread mutex, thread, TSD
+        # and the Linux timer) declare the same types in 5.0.7 and 6.0 (NOTES
+        # section 12): take just those from Debian 13's Open MPI source.
+        ensure_deb_src trixie && apt-get update -qq
+        other=$(trixie_ompi_version)
+        [ -n "$other" ] || die "no Open MPI source in Debian 13's deb-src either"
+        echo "setup: WARNING: Open MPI $version's source is not served; taking only the" \
+            "headers libopenmpi-dev lacks from Open MPI $other (--with-ompi-headers-from)" >&2
+        tree=$(fetch_ompi_source "$other" trixie) || die "apt-get source openmpi=$other failed"
+        ./configure -q --prefix="$PREFIX" --with-ompi-headers-from="$tree"
+    else
+        die "configure needs Open MPI $version's source (above)"
+    fi
 fi
 make -s -j"$(nproc)"
 make -s install >/dev/null
