@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Which source file of a directory uses which other file's functions, and the cycles.
 
-    scripts/import-graph.py [--objects DIR] [--edges] SRC_DIR
+    scripts/import-graph.py [--objects DIR] [--edges] [--calls] SRC_DIR
 
 Reads the object files of a build (nm), maps every global symbol a file uses
 to the file that defines it, and prints the file graph: one line per edge
@@ -43,9 +43,9 @@ def object_files(dirs):
 
 
 def symbols(path):
-    """(defined globals, undefined symbols) of one object file."""
+    """(defined globals {name: is_function}, undefined symbols) of one object file."""
     out = subprocess.run(["nm", "-P", path], capture_output=True, text=True, check=True).stdout
-    defined, used = set(), set()
+    defined, used = {}, set()
     for line in out.splitlines():
         parts = line.split()
         if len(parts) < 2:
@@ -54,23 +54,25 @@ def symbols(path):
         if kind == "U":
             used.add(name)
         elif kind.isupper() and name not in IGNORED:
-            defined.add(name)
+            defined[name] = kind in "TW"
     return defined, used
 
 
-def file_graph(objects):
+def file_graph(objects, calls_only):
+    """{user: {definer: symbols}}; calls_only: functions, not data (e.g. the component struct)."""
     defined, used = {}, {}
     for source, paths in objects.items():
-        d, u = set(), set()
+        d, u = {}, set()
         for p in paths:
             pd, pu = symbols(p)
-            d |= pd
+            d.update(pd)
             u |= pu
         defined[source], used[source] = d, u
     owner = {}
     for source, names in defined.items():
-        for n in names:
-            owner.setdefault(n, source)
+        for n, is_function in names.items():
+            if is_function or not calls_only:
+                owner.setdefault(n, source)
     edges = collections.defaultdict(lambda: collections.defaultdict(set))
     for source, names in used.items():
         for n in names:
@@ -135,6 +137,8 @@ def main():
     ap.add_argument("src_dir")
     ap.add_argument("--objects", action="append", help="directory of the object files")
     ap.add_argument("--edges", action="store_true", help="name the symbols of every edge")
+    ap.add_argument("--calls", action="store_true",
+                    help="functions only: leave out uses of another file's data")
     args = ap.parse_args()
     src = args.src_dir.rstrip("/")
     objects = object_files(args.objects or [src, os.path.join(src, ".libs")])
@@ -142,11 +146,12 @@ def main():
     if not objects:
         print(f"import-graph: no object files of {src}/*.c found: build first", file=sys.stderr)
         return 2
-    edges = file_graph(objects)
+    edges = file_graph(objects, args.calls)
     found = cycles(objects, edges)
     nedges = sum(len(t) for t in edges.values())
 
-    print(f"{src}: {len(objects)} files, {nedges} file-to-file edges")
+    what = "function calls" if args.calls else "functions and data"
+    print(f"{src}: {len(objects)} files, {nedges} file-to-file edges ({what})")
     for a in sorted(edges):
         for b in sorted(edges[a]):
             names = f": {', '.join(sorted(edges[a][b]))}" if args.edges else ""
