@@ -12,36 +12,19 @@
 #include <stdint.h>
 
 #include "bench_output.h"
+#include "harness_core.h"
 #include "bench_sizes.h"
 #include "ofi_pvars.h"
-
-/* Exit codes every harness program uses; runners map 77 to "skipped". */
-#define BENCH_EXIT_OK 0
-#define BENCH_EXIT_FAIL 1
-#define BENCH_EXIT_NOT_OURS 2 /* only with --require-ofi */
-#define BENCH_EXIT_SKIP 77
-
-#define BENCH_MAX_OPS 8
 
 typedef enum { BENCH_WIN_CREATE, BENCH_WIN_DYNAMIC } bench_flavor_t;
 typedef enum { BENCH_SYNC_FLUSH, BENCH_SYNC_FENCE } bench_sync_t;
 
 typedef struct bench_opts {
-    const char *ops[BENCH_MAX_OPS]; /* operations asked for (-o); empty: program default */
-    int nops;
-    size_t sizes[BENCH_MAX_SIZES]; /* ascending */
-    int nsizes;
-    int max_iters;     /* -i: iterations for the smallest messages */
-    int min_iters;     /* floor after scaling down for large messages */
-    int warmup;        /* -x: untimed iterations (-1: derived from iterations) */
-    size_t budget;     /* -B: bytes moved per size before iterations are lowered */
-    int window;        /* -W: operations per synchronization */
+    bench_sweep_t sweep; /* -o -S -m -M -i -x -B -W -j (bench_sizes.h) */
     bench_flavor_t flavor;
     bench_sync_t sync;
     int bidir;
-    int json;
     int require_ofi;
-    int default_sizes; /* neither -S nor -M given: programs may trim the list */
 } bench_opts_t;
 
 typedef struct bench_ctx {
@@ -78,12 +61,19 @@ typedef struct bench_path {
 
 /**
  * MPI_Init, option parsing and the 2-rank check.
- * @retval BENCH_EXIT_OK to go on; any other value is the exit code (MPI already finalized
+ * @retval HARNESS_EXIT_PASS to go on; any other value is the exit code (MPI already finalized
  *         for 77 and usage errors).
  */
 int bench_init(int *argc, char ***argv, const char *name, const char *usage_extra,
                bench_ctx_t *ctx);
 void bench_finalize(bench_ctx_t *ctx);
+/**
+ * A benchmark's whole main: bench_init, run(ctx) on success, bench_finalize.
+ * ctx may be the first member of the program's own context.
+ * @retval the exit code
+ */
+int bench_main(int argc, char **argv, const char *name, const char *usage_extra,
+               bench_ctx_t *ctx, int (*run)(bench_ctx_t *ctx));
 
 /** True if the op was asked for with -o (or -o was not given and dflt is true). */
 int bench_op_wanted(const bench_ctx_t *ctx, const char *op, int dflt);
@@ -93,7 +83,7 @@ void bench_iterations(const bench_ctx_t *ctx, size_t size, int *iters, int *warm
 
 /**
  * Create the window (Win_create or dynamic + attach) over len bytes, plus an origin buffer
- * of the same length. @retval 0 on success, BENCH_EXIT_SKIP if the window cannot be created.
+ * of the same length. @retval 0 on success, HARNESS_EXIT_SKIP if the window cannot be created.
  */
 int bench_window_open(bench_ctx_t *ctx, size_t len);
 void bench_window_close(bench_ctx_t *ctx);

@@ -83,3 +83,53 @@ void bench_scale_iterations(size_t bytes_per_iter, int max_iters, int min_iters,
         *warmup_out = (int) (n / 10 > 100 ? 100 : (n / 10 < 2 ? 2 : n / 10));
     }
 }
+
+int bench_sweep_sizes(const char *arg, void *sweep)
+{
+    bench_sweep_t *s = sweep;
+    char *list = strdup(arg);
+
+    s->nsizes = list ? bench_parse_size_list(list, s->sizes, BENCH_MAX_SIZES) : -1;
+    s->explicit_sizes = 1;
+    free(list);
+    return s->nsizes < 0 ? -1 : 0;
+}
+
+int bench_sweep_iters(const char *arg, void *sweep)
+{
+    bench_sweep_t *s = sweep;
+
+    s->max_iters = atoi(arg);
+    if (s->max_iters < 1) {
+        return -1;
+    }
+    s->min_iters = s->max_iters < s->min_iters ? s->max_iters : s->min_iters;
+    return 0;
+}
+
+int bench_sweep_window(const char *arg, void *window)
+{
+    *(int *)window = atoi(arg);
+    return *(int *)window < 1 ? -1 : 0;
+}
+
+void bench_sweep_init(bench_sweep_t *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->min = 1;
+    s->max = 4UL << 20;
+    s->max_iters = BENCH_DEFAULT_MAX_ITERS;
+    s->min_iters = BENCH_DEFAULT_MIN_ITERS;
+    s->warmup = -1;
+    s->budget = BENCH_DEFAULT_BUDGET;
+    s->window = BENCH_DEFAULT_WINDOW;
+}
+
+int bench_sweep_done(bench_sweep_t *s)
+{
+    if (!s->explicit_sizes) {
+        s->default_sizes = (4UL << 20) == s->max;
+        s->nsizes = bench_default_sizes(s->min, s->max, s->sizes, BENCH_MAX_SIZES);
+    }
+    return s->nsizes > 0 ? 0 : -1;
+}

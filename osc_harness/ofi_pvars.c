@@ -119,6 +119,13 @@ void ofi_pvars_read(ofi_pvars_t *out)
     }
 }
 
+void ofi_pvars_delta(const ofi_pvars_t *before, const ofi_pvars_t *after, unsigned long *delta)
+{
+    for (int i = 0; i < OFI_PVAR_COUNT; ++i) {
+        delta[i] = after->value[i] - before->value[i];
+    }
+}
+
 void ofi_pvars_close(void)
 {
     for (int i = 0; i < OFI_PVAR_COUNT; ++i) {

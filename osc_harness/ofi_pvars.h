@@ -51,6 +51,8 @@ int ofi_pvar_index_of(const char *suffix);
 int ofi_pvars_open(void);
 /** Read every counter into *out. */
 void ofi_pvars_read(ofi_pvars_t *out);
+/** after - before of every counter, this process only. */
+void ofi_pvars_delta(const ofi_pvars_t *before, const ofi_pvars_t *after, unsigned long *delta);
 /** Full names, for reports ("btl_<component>_put_count", ...). */
 const char *ofi_pvar_name(enum ofi_pvar_id id);
 void ofi_pvars_close(void);

@@ -81,7 +81,7 @@ static const bench_field_t columns[NCOLS] = {
 
 static int run_one(arate_ctx_t *ctx, const arate_op_t *op, int *not_ours)
 {
-    const int window = ctx->b.opt.window;
+    const int window = ctx->b.opt.sweep.window;
     int64_t *word = (int64_t *) ctx->b.win_buf;
     int iters, warmup, valid;
     double ops;
@@ -114,21 +114,22 @@ static int run_one(arate_ctx_t *ctx, const arate_op_t *op, int *not_ours)
     return valid;
 }
 
-static int run(arate_ctx_t *ctx)
+static int run(bench_ctx_t *b)
 {
+    arate_ctx_t *ctx = (arate_ctx_t *) b; /* b is its first member */
     char what[160];
     int failures = 0, not_ours = 0, rc;
 
     ctx->one = 1;
     ctx->compare = 0;
     ctx->desired = 1;
-    ctx->results = calloc((size_t) ctx->b.opt.window, sizeof(int64_t));
+    ctx->results = calloc((size_t) ctx->b.opt.sweep.window, sizeof(int64_t));
     rc = bench_window_open(&ctx->b, 64);
-    if (BENCH_EXIT_OK != rc || NULL == ctx->results) {
+    if (HARNESS_EXIT_PASS != rc || NULL == ctx->results) {
         free(ctx->results);
-        return BENCH_EXIT_OK != rc ? rc : BENCH_EXIT_FAIL;
+        return HARNESS_EXIT_PASS != rc ? rc : HARNESS_EXIT_FAIL;
     }
-    snprintf(what, sizeof(what), "8-byte atomic rate, %d operations per %s", ctx->b.opt.window,
+    snprintf(what, sizeof(what), "8-byte atomic rate, %d operations per %s", ctx->b.opt.sweep.window,
              BENCH_SYNC_FLUSH == ctx->b.opt.sync ? "MPI_Win_flush (lock_all epoch)"
                                                  : "MPI_Win_fence");
     bench_header(&ctx->b, what, columns, NCOLS);
@@ -144,13 +145,6 @@ static int run(arate_ctx_t *ctx)
 int main(int argc, char **argv)
 {
     arate_ctx_t ctx = {0};
-    int rc = bench_init(&argc, &argv, "osc_atomic_rate", " (fop,cas,acc,get_acc; default all)",
-                        &ctx.b);
 
-    if (BENCH_EXIT_OK != rc) {
-        return rc;
-    }
-    rc = run(&ctx);
-    bench_finalize(&ctx.b);
-    return rc;
+    return bench_main(argc, argv, "osc_atomic_rate", " (fop,cas,acc,get_acc; default all)", &ctx.b, run);
 }

@@ -23,7 +23,7 @@ static const bench_field_t columns[NCOLS] = {
 
 static void run_one(bench_ctx_t *ctx, const bench_rma_op_t *op, size_t size, int *not_ours)
 {
-    const int window = ctx->opt.window;
+    const int window = ctx->opt.sweep.window;
     const int active = 0 == ctx->rank || ctx->opt.bidir;
     int iters, warmup;
     bench_probe_t probe;
@@ -54,8 +54,8 @@ static void run_one(bench_ctx_t *ctx, const bench_rma_op_t *op, size_t size, int
 /* Distinct slots for a whole window of the largest size, within 64 MiB. */
 static size_t window_bytes(const bench_ctx_t *ctx)
 {
-    size_t max = ctx->opt.sizes[ctx->opt.nsizes - 1];
-    size_t want = max * (size_t) ctx->opt.window;
+    size_t max = ctx->opt.sweep.sizes[ctx->opt.sweep.nsizes - 1];
+    size_t want = max * (size_t) ctx->opt.sweep.window;
     const size_t cap = 64UL << 20;
 
     return want > cap ? (max > cap ? max : cap) : want;
@@ -66,7 +66,7 @@ static int run(bench_ctx_t *ctx)
     int rc;
 
     rc = bench_window_open(ctx, window_bytes(ctx));
-    if (BENCH_EXIT_OK != rc) {
+    if (HARNESS_EXIT_PASS != rc) {
         return rc;
     }
     memset(ctx->origin, 0x5a, ctx->win_len);
@@ -76,12 +76,6 @@ static int run(bench_ctx_t *ctx)
 int main(int argc, char **argv)
 {
     bench_ctx_t ctx;
-    int rc = bench_init(&argc, &argv, "osc_bw", " (put,get; default both)", &ctx);
 
-    if (BENCH_EXIT_OK != rc) {
-        return rc;
-    }
-    rc = run(&ctx);
-    bench_finalize(&ctx);
-    return rc;
+    return bench_main(argc, argv, "osc_bw", " (put,get; default both)", &ctx, run);
 }

@@ -26,7 +26,7 @@ static const bench_field_t columns[NCOLS] = {
 
 static void run_one(bench_ctx_t *ctx, const bench_rma_op_t *op, size_t size, int *not_ours)
 {
-    const int window = ctx->opt.window;
+    const int window = ctx->opt.sweep.window;
     const int active = 0 == ctx->rank || ctx->opt.bidir;
     int iters, warmup;
     double msgs;
@@ -59,14 +59,14 @@ static int run(bench_ctx_t *ctx)
     size_t max;
     int rc;
 
-    if (ctx->opt.default_sizes) {
-        while (ctx->opt.nsizes > 1 && ctx->opt.sizes[ctx->opt.nsizes - 1] > MSGRATE_DEFAULT_MAX) {
-            --ctx->opt.nsizes;
+    if (ctx->opt.sweep.default_sizes) {
+        while (ctx->opt.sweep.nsizes > 1 && ctx->opt.sweep.sizes[ctx->opt.sweep.nsizes - 1] > MSGRATE_DEFAULT_MAX) {
+            --ctx->opt.sweep.nsizes;
         }
     }
-    max = ctx->opt.sizes[ctx->opt.nsizes - 1];
-    rc = bench_window_open(ctx, max * (size_t) ctx->opt.window);
-    if (BENCH_EXIT_OK != rc) {
+    max = ctx->opt.sweep.sizes[ctx->opt.sweep.nsizes - 1];
+    rc = bench_window_open(ctx, max * (size_t) ctx->opt.sweep.window);
+    if (HARNESS_EXIT_PASS != rc) {
         return rc;
     }
     memset(ctx->origin, 0x3c, ctx->win_len);
@@ -76,12 +76,6 @@ static int run(bench_ctx_t *ctx)
 int main(int argc, char **argv)
 {
     bench_ctx_t ctx;
-    int rc = bench_init(&argc, &argv, "osc_msgrate", " (put,get; default both)", &ctx);
 
-    if (BENCH_EXIT_OK != rc) {
-        return rc;
-    }
-    rc = run(&ctx);
-    bench_finalize(&ctx);
-    return rc;
+    return bench_main(argc, argv, "osc_msgrate", " (put,get; default both)", &ctx, run);
 }

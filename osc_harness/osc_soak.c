@@ -17,7 +17,6 @@
  * show the traffic did not go through btl-ofi, 3 usage.
  */
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <mpi.h>
 #include <stdbool.h>
@@ -25,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness_core.h"
 #include "ofi_pvars.h"
 #include "stress_common.h"
 
@@ -235,9 +235,26 @@ static void usage(void)
                     "  -m  modes to run (default all)\n");
 }
 
-static int parse_args(int argc, char **argv, soak_opts_t *o)
+static int parse_modes(const char *arg, void *value)
 {
-    int c;
+    soak_opts_t *o = value;
+
+    o->fadd = 0 == strcmp(arg, "fadd") || 0 == strcmp(arg, "all");
+    o->keep = 0 == strcmp(arg, "outstanding") || 0 == strcmp(arg, "all");
+    return (o->fadd || o->keep) ? 0 : -1;
+}
+
+static int parse_args(int argc, char **argv, void *opts)
+{
+    soak_opts_t *o = opts;
+    const harness_opt_t table[] = {
+        HARNESS_ARG('n', HARNESS_OPT_LLONG, &o->total),
+        HARNESS_ARG('b', HARNESS_OPT_INT, &o->batch),
+        HARNESS_ARG('k', HARNESS_OPT_INT, &o->outstanding),
+        HARNESS_ARG('r', HARNESS_OPT_INT, &o->rounds),
+        HARNESS_CUSTOM('m', o, parse_modes),
+        {0},
+    };
 
     *o = (soak_opts_t){.total = 10000000,
                        .batch = 64,
@@ -245,30 +262,8 @@ static int parse_args(int argc, char **argv, soak_opts_t *o)
                        .rounds = 5,
                        .fadd = true,
                        .keep = true};
-    while (-1 != (c = getopt(argc, argv, "n:b:k:r:m:h"))) {
-        switch (c) {
-        case 'n':
-            o->total = atoll(optarg);
-            break;
-        case 'b':
-            o->batch = atoi(optarg);
-            break;
-        case 'k':
-            o->outstanding = atoi(optarg);
-            break;
-        case 'r':
-            o->rounds = atoi(optarg);
-            break;
-        case 'm':
-            o->fadd = 0 == strcmp(optarg, "fadd") || 0 == strcmp(optarg, "all");
-            o->keep = 0 == strcmp(optarg, "outstanding") || 0 == strcmp(optarg, "all");
-            if (!o->fadd && !o->keep) {
-                return -1;
-            }
-            break;
-        default:
-            return -1;
-        }
+    if (harness_getopt(argc, argv, table)) {
+        return -1;
     }
     return (o->total < 1 || o->batch < 1 || o->outstanding < 1 || o->rounds < 1) ? -1 : 0;
 }
@@ -291,7 +286,7 @@ static int run(soak_ctx_t *ctx)
     }
     if (ctx->opt.keep) {
         double t = soak_outstanding(ctx, &ops);
-        MPI_Allreduce(MPI_IN_PLACE, &ops, 1, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
+        ops = harness_sum_ul(ops);
         if (0 == ctx->rank) {
             printf("outstanding  %d rounds x (%d puts, %d Rgets, %d Raccumulates) in flight per "
                    "rank before each flush/wait: %.2fs, %.0f ops/s\n",
@@ -308,25 +303,18 @@ static int run(soak_ctx_t *ctx)
          after.value[OFI_PVAR_GETS] - before.value[OFI_PVAR_GETS] < ctx->remote_gets)) {
         not_ours = 1;
     }
-    not_ours |= !present;
-    MPI_Allreduce(MPI_IN_PLACE, &not_ours, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    for (int i = 0; i < OFI_PVAR_COUNT; ++i) {
-        d[i] = after.value[i] - before.value[i];
-    }
-    MPI_Allreduce(MPI_IN_PLACE, d, OFI_PVAR_COUNT, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
+    not_ours = harness_max_int(not_ours | !present);
+    ofi_pvars_delta(&before, &after, d);
+    harness_sum_ul_n(d, OFI_PVAR_COUNT);
     need[0] = ctx->remote_puts;
     need[1] = ctx->remote_gets;
     need[2] = ctx->remote_atomics;
-    MPI_Allreduce(MPI_IN_PLACE, need, 3, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
-    live = after.value[OFI_PVAR_REGISTRATIONS_LIVE];
-    MPI_Allreduce(MPI_IN_PLACE, &live, 1, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
-    live_during = ctx->live_during;
-    MPI_Allreduce(MPI_IN_PLACE, &live_during, 1, MPI_UNSIGNED_LONG, MPI_MIN, MPI_COMM_WORLD);
+    harness_sum_ul_n(need, 3);
+    live = harness_sum_ul(after.value[OFI_PVAR_REGISTRATIONS_LIVE]);
+    live_during = harness_min_ul(ctx->live_during);
     not_ours |= 0 == live_during;
-    eagain = stress_pvar_value(&ctx->eagain);
-    MPI_Allreduce(MPI_IN_PLACE, &eagain, 1, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
-    wrong_total = ctx->wrong;
-    MPI_Allreduce(MPI_IN_PLACE, &wrong_total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    eagain = harness_sum_ul(stress_pvar_value(&ctx->eagain));
+    wrong_total = harness_sum_long(ctx->wrong);
     if (0 == ctx->rank) {
         printf("btl_ofi (all ranks): puts=%lu (>= %lu remote) gets=%lu (>= %lu remote) "
                "atomics=%lu (>= %lu remote) cq_entries=%lu cq_errors=%lu flushes=%lu "
@@ -348,26 +336,23 @@ static int run(soak_ctx_t *ctx)
     return stress_verdict(0 == ctx->rank, wrong_total, live, not_ours);
 }
 
+/* The run, watching btl_ofi_post_eagain: resource pressure that was met. */
+static int run_watched(void *arg)
+{
+    soak_ctx_t *ctx = arg;
+    int rc;
+
+    stress_pvar_start(&ctx->eagain, "post_eagain");
+    rc = run(ctx);
+    stress_pvar_stop(&ctx->eagain);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     soak_ctx_t ctx = {0};
-    int rc;
+    int rc = harness_init(&argc, &argv, HARNESS_MPI_INIT, NULL, &ctx.rank, &ctx.size, parse_args,
+                          &ctx.opt, usage, HARNESS_EXIT_USAGE);
 
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &ctx.rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &ctx.size);
-    if (parse_args(argc, argv, &ctx.opt)) {
-        if (0 == ctx.rank) {
-            usage();
-        }
-        MPI_Finalize();
-        return STRESS_EXIT_USAGE;
-    }
-    ofi_pvars_open();
-    stress_pvar_start(&ctx.eagain, "post_eagain");
-    rc = run(&ctx);
-    stress_pvar_stop(&ctx.eagain);
-    ofi_pvars_close();
-    MPI_Finalize();
-    return rc;
+    return rc ? rc : harness_run(run_watched, &ctx);
 }

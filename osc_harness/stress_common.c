@@ -135,7 +135,7 @@ int stress_verdict(int print, long wrong_total, unsigned long live, int not_ours
                wrong_total, live);
     }
     if (wrong_total || live) {
-        return STRESS_EXIT_WRONG;
+        return HARNESS_EXIT_FAIL;
     }
-    return not_ours ? STRESS_EXIT_NOT_OURS : STRESS_EXIT_PASS;
+    return not_ours ? HARNESS_EXIT_NOT_OURS : HARNESS_EXIT_PASS;
 }

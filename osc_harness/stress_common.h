@@ -1,8 +1,8 @@
 /*
  * Shared pieces of the reliability programs (osc_stress, osc_soak, osc_threads):
- * exit codes, a seeded generator every rank can replay, timing, and reading any
- * btl_ofi MPI_T counter by name (ofi_pvars.h covers the common ones; the fault
- * injection counters are read here).
+ * a seeded generator every rank can replay, timing, and reading any btl_ofi
+ * MPI_T counter by name (ofi_pvars.h covers the common ones; the fault
+ * injection counters are read here). Exit codes: harness_core.h.
  */
 #ifndef OSC_HARNESS_STRESS_COMMON_H
 #define OSC_HARNESS_STRESS_COMMON_H
@@ -10,11 +10,7 @@
 #include <mpi.h>
 #include <stdint.h>
 
-#define STRESS_EXIT_PASS 0
-#define STRESS_EXIT_WRONG 1
-#define STRESS_EXIT_NOT_OURS 2
-#define STRESS_EXIT_USAGE 3
-#define STRESS_EXIT_SKIP 77
+#include "harness_core.h"
 
 /** xoshiro256** state; seeded through splitmix64 so any 64-bit seed is usable. */
 typedef struct stress_rng {

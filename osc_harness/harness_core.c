@@ -1,0 +1,80 @@
+/* The harness programs' shared core, MPI part (see harness_core.h). */
+#include "harness_core.h"
+
+#include <mpi.h>
+
+#include "ofi_pvars.h"
+
+/* ---- MPI programs ------------------------------------------------------ */
+
+int harness_init(int *argc, char ***argv, int level, int *provided, int *rank, int *size,
+                 int (*parse)(int argc, char **argv, void *opts), void *opts,
+                 void (*usage)(void), int usage_exit)
+{
+    int got = MPI_THREAD_SINGLE;
+
+    if (HARNESS_MPI_INIT == level) {
+        MPI_Init(argc, argv);
+    } else {
+        MPI_Init_thread(argc, argv, level, &got);
+    }
+    if (provided) {
+        *provided = got;
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    MPI_Comm_size(MPI_COMM_WORLD, size);
+    if (parse && parse(*argc, *argv, opts)) {
+        if (0 == *rank) {
+            usage();
+        }
+        MPI_Finalize();
+        return usage_exit;
+    }
+    return 0;
+}
+
+int harness_run(int (*run)(void *ctx), void *ctx)
+{
+    int rc;
+
+    ofi_pvars_open();
+    rc = run(ctx);
+    ofi_pvars_close();
+    MPI_Finalize();
+    return rc;
+}
+
+unsigned long harness_sum_ul(unsigned long value)
+{
+    MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
+    return value;
+}
+
+void harness_sum_ul_n(unsigned long *values, int n)
+{
+    MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
+}
+
+long harness_sum_long(long value)
+{
+    MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    return value;
+}
+
+unsigned long harness_min_ul(unsigned long value)
+{
+    MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_UNSIGNED_LONG, MPI_MIN, MPI_COMM_WORLD);
+    return value;
+}
+
+int harness_max_int(int value)
+{
+    MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return value;
+}
+
+int harness_min_int(int value)
+{
+    MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return value;
+}
