@@ -6,8 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void usage(const char *name, const char *extra)
+static void usage(const void *arg)
 {
+    const bench_ctx_t *ctx = arg;
+
     fprintf(stderr,
             "usage: mpirun -np 2 %s [options]\n"
             "  -o OPS       comma-separated operations%s\n"
@@ -24,7 +26,8 @@ static void usage(const char *name, const char *extra)
             "  -j           JSON lines instead of a table\n"
             "  -r           exit 2 unless btl-ofi's counters moved for every row\n"
             "exit codes: 0 done, 1 failure, 2 not carried by btl-ofi (-r), 77 not supported\n",
-            name, extra ? extra : "", BENCH_DEFAULT_MAX_ITERS, BENCH_DEFAULT_WINDOW);
+            ctx->name, ctx->usage_extra ? ctx->usage_extra : "", BENCH_DEFAULT_MAX_ITERS,
+            BENCH_DEFAULT_WINDOW);
 }
 
 /* Option values, in the order of their enums. */
@@ -33,8 +36,9 @@ static const char *const sync_names[] = {"flush", "fence"};
 static const char *const dir_names[] = {"uni", "bi"};
 
 /* Returns 0, or -1 on a usage error. */
-static int parse_opts(int argc, char **argv, bench_opts_t *opt)
+static int parse_opts(int argc, char **argv, void *arg)
 {
+    bench_opts_t *opt = &((bench_ctx_t *) arg)->opt;
     const harness_opt_t table[] = {
         BENCH_SWEEP_OPTS(&opt->sweep),
         HARNESS_NAMED('w', HARNESS_OPT_CHOICE, &opt->flavor, flavor_names, 2),
@@ -74,59 +78,41 @@ static void find_btl_ofi_so(char *out, size_t len)
     fclose(maps);
 }
 
-int bench_init(int *argc, char ***argv, const char *name, const char *usage_extra,
-               bench_ctx_t *ctx)
+/* Between btl-ofi's counters opened and closed (harness_run). */
+static int bench_run(void *arg)
 {
-    int size;
+    bench_ctx_t *ctx = arg;
+    int rc;
 
-    memset(ctx, 0, sizeof(*ctx));
-    ctx->name = name;
-    ctx->win = MPI_WIN_NULL;
-    MPI_Init(argc, argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &ctx->rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    /* Window creation failures come back as codes, so they can be reported as "skipped". */
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-
-    if (parse_opts(*argc, *argv, &ctx->opt)) {
-        if (0 == ctx->rank) {
-            usage(name, usage_extra);
-        }
-        MPI_Finalize();
-        return HARNESS_EXIT_FAIL;
-    }
-    if (2 != size) {
-        if (0 == ctx->rank) {
-            fprintf(stderr, "%s: needs exactly 2 ranks (got %d): not supported here\n", name,
-                    size);
-        }
-        MPI_Finalize();
-        return HARNESS_EXIT_SKIP;
-    }
-    ctx->peer = 1 - ctx->rank;
-    ofi_pvars_open();
     find_btl_ofi_so(ctx->btl_ofi_so, sizeof(ctx->btl_ofi_so));
-    return HARNESS_EXIT_PASS;
-}
-
-void bench_finalize(bench_ctx_t *ctx)
-{
+    rc = ctx->run(ctx);
     bench_window_close(ctx);
-    ofi_pvars_close();
-    MPI_Finalize();
+    return rc;
 }
 
 int bench_main(int argc, char **argv, const char *name, const char *usage_extra,
                bench_ctx_t *ctx, int (*run)(bench_ctx_t *ctx))
 {
-    int rc = bench_init(&argc, &argv, name, usage_extra, ctx);
+    int size, rc;
 
-    if (HARNESS_EXIT_PASS != rc) {
+    memset(ctx, 0, sizeof(*ctx));
+    ctx->name = name;
+    ctx->usage_extra = usage_extra;
+    ctx->run = run;
+    ctx->win = MPI_WIN_NULL;
+    rc = harness_init(&argc, &argv, HARNESS_MPI_INIT, NULL, &ctx->rank, &size, parse_opts, ctx,
+                      usage, HARNESS_EXIT_FAIL);
+    if (rc) {
         return rc;
     }
-    rc = run(ctx);
-    bench_finalize(ctx);
-    return rc;
+    /* Window creation failures come back as codes, so they can be reported as "skipped". */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    if (2 != size) {
+        return harness_skip(ctx->rank, "%s: needs exactly 2 ranks (got %d): not supported here\n",
+                            name, size);
+    }
+    ctx->peer = 1 - ctx->rank;
+    return harness_run(bench_run, ctx);
 }
 
 int bench_op_wanted(const bench_ctx_t *ctx, const char *op, int dflt)
@@ -136,9 +122,7 @@ int bench_op_wanted(const bench_ctx_t *ctx, const char *op, int dflt)
 
 void bench_iterations(const bench_ctx_t *ctx, size_t size, int *iters, int *warmup)
 {
-    const bench_sweep_t *s = &ctx->opt.sweep;
-
-    bench_scale_iterations(size, s->max_iters, s->min_iters, s->budget, s->warmup, iters, warmup);
+    bench_sweep_iterations(&ctx->opt.sweep, size, iters, warmup);
 }
 
 static void *page_alloc(size_t len)
@@ -154,15 +138,13 @@ static void *page_alloc(size_t len)
 
 int bench_window_open(bench_ctx_t *ctx, size_t len)
 {
-    int rc, ok;
+    int rc;
     MPI_Aint mine = 0;
 
     ctx->win_len = len;
     ctx->win_buf = page_alloc(len);
     ctx->origin = page_alloc(len);
-    ok = (NULL != ctx->win_buf && NULL != ctx->origin);
-    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (!ok) {
+    if (!harness_min_int(NULL != ctx->win_buf && NULL != ctx->origin)) {
         if (0 == ctx->rank) fprintf(stderr, "%s: cannot allocate 2 x %zu bytes\n", ctx->name, len);
         return HARNESS_EXIT_FAIL;
     }
@@ -178,9 +160,7 @@ int bench_window_open(bench_ctx_t *ctx, size_t len)
         MPI_Sendrecv(&mine, 1, MPI_AINT, ctx->peer, 0, &ctx->peer_base, 1, MPI_AINT, ctx->peer, 0,
                      MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     }
-    ok = (MPI_SUCCESS == rc);
-    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (!ok) {
+    if (!harness_min_int(MPI_SUCCESS == rc)) {
         if (0 == ctx->rank) {
             fprintf(stderr, "%s: the %s window could not be created: not supported here\n",
                     ctx->name, BENCH_WIN_CREATE == ctx->opt.flavor ? "Win_create" : "dynamic");
@@ -222,16 +202,10 @@ bench_path_t bench_probe_end(const bench_ctx_t *ctx, const bench_probe_t *probe,
             }
         }
     }
-    MPI_Allreduce(MPI_IN_PLACE, &path.delta, 1, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
+    path.delta = harness_sum_ul(path.delta);
     path.ours = path.delta > 0;
     path.label = path.ours ? "btl_ofi" : "not btl-ofi";
     return path;
-}
-
-int bench_all_valid(int mine)
-{
-    MPI_Allreduce(MPI_IN_PLACE, &mine, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    return mine;
 }
 
 void bench_header(const bench_ctx_t *ctx, const char *what, const bench_field_t *cols, int n)
@@ -354,12 +328,27 @@ const bench_rma_op_t bench_rma_ops[2] = {
     {"get", BENCH_CNT(OFI_PVAR_GETS), bench_get_issue},
 };
 
-int bench_rma_sweep(bench_ctx_t *ctx, const char *metric, const bench_field_t *columns,
-                    int ncols, bench_rma_row_fn row)
+void bench_measure(bench_ctx_t *ctx, int active, bench_issue_fn fn, void *arg, size_t size,
+                   unsigned counters, bench_run_t *run)
+{
+    bench_probe_t probe;
+
+    bench_iterations(ctx, size * (size_t) ctx->opt.sweep.window, &run->iters, &run->warmup);
+    bench_probe_begin(&probe);
+    run->t = bench_windowed(ctx, active, fn, arg, size, run->iters, run->warmup);
+    run->path = bench_probe_end(ctx, &probe, counters);
+}
+
+int bench_rma_sweep(bench_ctx_t *ctx, const char *metric, size_t window_bytes, int fill,
+                    const bench_field_t *columns, int ncols, bench_rma_row_fn row)
 {
     char what[160];
-    int not_ours = 0;
+    int not_ours = 0, rc = bench_window_open(ctx, window_bytes);
 
+    if (HARNESS_EXIT_PASS != rc) {
+        return rc;
+    }
+    memset(ctx->origin, fill, ctx->win_len);
     snprintf(what, sizeof(what), "%s %s, %d operations per %s",
              ctx->opt.bidir ? "bidirectional" : "unidirectional", metric, ctx->opt.sweep.window,
              BENCH_SYNC_FLUSH == ctx->opt.sync ? "MPI_Win_flush (lock_all epoch)" : "MPI_Win_fence");
@@ -369,7 +358,13 @@ int bench_rma_sweep(bench_ctx_t *ctx, const char *metric, const bench_field_t *c
             continue;
         }
         for (int s = 0; s < ctx->opt.sweep.nsizes; ++s) {
-            row(ctx, &bench_rma_ops[o], ctx->opt.sweep.sizes[s], &not_ours);
+            const bench_rma_op_t *op = &bench_rma_ops[o];
+            bench_run_t run;
+
+            bench_measure(ctx, 0 == ctx->rank || ctx->opt.bidir, op->issue, ctx,
+                          ctx->opt.sweep.sizes[s], op->counters, &run);
+            not_ours += !run.path.ours;
+            row(ctx, op, ctx->opt.sweep.sizes[s], &run);
         }
     }
     return bench_exit_code(ctx, 0, not_ours);

@@ -29,6 +29,8 @@ typedef struct bench_opts {
 
 typedef struct bench_ctx {
     const char *name; /* program name, the "bench" key of every record */
+    const char *usage_extra;          /* the -o line's list of operations */
+    int (*run)(struct bench_ctx *ctx); /* the program's measurements */
     int rank, peer;
     bench_opts_t opt;
     MPI_Win win;
@@ -60,16 +62,9 @@ typedef struct bench_path {
 #define BENCH_CNT_CAS (BENCH_CNT(OFI_PVAR_ATOMICS) | BENCH_CNT(OFI_PVAR_GETS))
 
 /**
- * MPI_Init, option parsing and the 2-rank check.
- * @retval HARNESS_EXIT_PASS to go on; any other value is the exit code (MPI already finalized
- *         for 77 and usage errors).
- */
-int bench_init(int *argc, char ***argv, const char *name, const char *usage_extra,
-               bench_ctx_t *ctx);
-void bench_finalize(bench_ctx_t *ctx);
-/**
- * A benchmark's whole main: bench_init, run(ctx) on success, bench_finalize.
- * ctx may be the first member of the program's own context.
+ * A benchmark's whole main: MPI_Init, options (usage and exit 1 on an error),
+ * the 2-rank check (77), btl-ofi's counters, run(ctx), the window closed,
+ * MPI_Finalize. ctx may be the first member of the program's own context.
  * @retval the exit code
  */
 int bench_main(int argc, char **argv, const char *name, const char *usage_extra,
@@ -103,9 +98,6 @@ void bench_header(const bench_ctx_t *ctx, const char *what, const bench_field_t 
 /** One result row (rank 0 only); flushed at once so a later crash keeps it. */
 void bench_row(const bench_ctx_t *ctx, const bench_field_t *fields, int n);
 
-/** Collective AND of a per-rank validity flag. */
-int bench_all_valid(int mine);
-
 /** Wall-clock seconds (MPI_Wtime). */
 static inline double bench_now(void)
 {
@@ -128,6 +120,20 @@ typedef struct bench_times {
 bench_times_t bench_windowed(bench_ctx_t *ctx, int active, bench_issue_fn fn, void *arg,
                              size_t size, int iters, int warmup);
 
+/** One measured (op, size) of a windowed benchmark. */
+typedef struct bench_run {
+    int iters, warmup; /* timed and untimed iterations, each of opt.sweep.window operations */
+    bench_times_t t;
+    bench_path_t path; /* whether btl-ofi carried it */
+} bench_run_t;
+
+/**
+ * bench_windowed over the iterations the sweep gives size * window bytes, between
+ * two probes of btl-ofi's counters (the counters mask): what bench_run_t holds. Collective.
+ */
+void bench_measure(bench_ctx_t *ctx, int active, bench_issue_fn fn, void *arg, size_t size,
+                   unsigned counters, bench_run_t *run);
+
 /** Byte offset of the j-th operation of a window: distinct slots while they fit. */
 size_t bench_slot(const bench_ctx_t *ctx, size_t size, int j);
 
@@ -141,16 +147,19 @@ typedef struct bench_rma_op {
 /** put and get, in that order. */
 extern const bench_rma_op_t bench_rma_ops[2];
 
-/** Measures one (op, size) row and sets *not_ours when btl-ofi did not carry it. */
+
+/** Prints the result row of one measured (op, size). */
 typedef void (*bench_rma_row_fn)(bench_ctx_t *ctx, const bench_rma_op_t *op, size_t size,
-                                 int *not_ours);
+                                 const bench_run_t *run);
 
 /**
- * The windowed put/get benchmarks: prints the header titled "<direction> <metric>, <window>
- * operations per <sync>", runs row() for every wanted op and size, returns the exit code.
+ * The windowed put/get benchmarks: opens a window of window_bytes (origin filled with fill),
+ * prints the header titled "<direction> <metric>, <window> operations per <sync>", measures
+ * every wanted op and size (bench_measure, active on rank 0 or, -d bi, on both), prints each
+ * with row(), returns the exit code.
  */
-int bench_rma_sweep(bench_ctx_t *ctx, const char *metric, const bench_field_t *columns,
-                    int ncols, bench_rma_row_fn row);
+int bench_rma_sweep(bench_ctx_t *ctx, const char *metric, size_t window_bytes, int fill,
+                    const bench_field_t *columns, int ncols, bench_rma_row_fn row);
 
 /** The exit code for the whole run given failures and whether every row was ours. */
 int bench_exit_code(const bench_ctx_t *ctx, int failures, int rows_not_ours);

@@ -133,3 +133,19 @@ int bench_sweep_done(bench_sweep_t *s)
     }
     return s->nsizes > 0 ? 0 : -1;
 }
+
+void bench_sweep_iterations(const bench_sweep_t *s, size_t bytes_per_iter, int *iters,
+                            int *warmup)
+{
+    bench_scale_iterations(bytes_per_iter, s->max_iters, s->min_iters, s->budget, s->warmup,
+                           iters, warmup);
+}
+
+size_t bench_sweep_window_bytes(const bench_sweep_t *s, size_t floor)
+{
+    size_t max = s->sizes[s->nsizes - 1], want = max * (size_t) s->window;
+    const size_t cap = 64UL << 20;
+
+    max = max < floor ? floor : max;
+    return want > cap ? (max > cap ? max : cap) : (want < floor ? floor : want);
+}

@@ -57,6 +57,12 @@ int bench_sweep_window(const char *arg, void *window);
         HARNESS_ARG('B', HARNESS_OPT_SIZE, &(s)->budget),                                      \
         HARNESS_CUSTOM('W', &(s)->window, bench_sweep_window), HARNESS_FLAG('j', &(s)->json, 1)
 
+/** bench_scale_iterations with the sweep's -i, -x and -B, for bytes_per_iter. */
+void bench_sweep_iterations(const bench_sweep_t *s, size_t bytes_per_iter, int *iters,
+                            int *warmup);
+/** Distinct slots for a whole window (-W) of the largest size, within 64 MiB; at least floor. */
+size_t bench_sweep_window_bytes(const bench_sweep_t *s, size_t floor);
+
 /** The defaults, before the options are parsed. */
 void bench_sweep_init(bench_sweep_t *s);
 /** After parsing: the default size list unless -S was given. @retval 0, -1 without sizes. */

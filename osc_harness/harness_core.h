@@ -1,9 +1,9 @@
 /*
  * The core every harness program shares (the way fabtests' common/shared.c
- * serves its tests): exit codes, a table-driven option parser and comma lists
- * (harness_opts.c, no MPI: ofi_rma_ref uses it too), and for the MPI programs
- * the start (MPI_Init, options, usage), the end (btl-ofi counters closed,
- * MPI_Finalize) and the reductions their reports use (harness_core.c).
+ * serves its tests): exit codes, a table-driven option parser, comma lists and
+ * the clock (harness_core.c, no MPI: ofi_rma_ref uses it too), and for the MPI
+ * programs the start (MPI_Init, options, usage), the end (btl-ofi counters
+ * closed, MPI_Finalize) and the reductions their reports use (harness_mpi.c).
  */
 #ifndef OSC_HARNESS_CORE_H
 #define OSC_HARNESS_CORE_H
@@ -71,6 +71,9 @@ int harness_list_parse(const char *arg, void *list);
 /** True if name is in the list, or the list is empty and dflt is true. */
 bool harness_listed(const harness_list_t *list, const char *name, bool dflt);
 
+/** Monotonic seconds. */
+double harness_now(void);
+
 /* ---- MPI programs ------------------------------------------------------ */
 
 /* harness_init's thread level for MPI_Init itself (it honours OMPI_MPI_THREAD_LEVEL). */
@@ -78,17 +81,28 @@ bool harness_listed(const harness_list_t *list, const char *name, bool dflt);
 
 /**
  * MPI_Init (level HARNESS_MPI_INIT) or MPI_Init_thread, this rank and the job
- * size, then parse(argc, argv, opts). On a usage error rank 0 calls usage(),
- * MPI is finalized and the program exits with usage_exit.
+ * size, then parse(argc, argv, opts) unless parse is NULL. On a usage error
+ * rank 0 calls usage(opts), MPI is finalized and the program exits with usage_exit.
  * @param provided (OUT) the thread level MPI provides (may be NULL)
  * @retval 0 to go on, else the exit code
  */
 int harness_init(int *argc, char ***argv, int level, int *provided, int *rank, int *size,
                  int (*parse)(int argc, char **argv, void *opts), void *opts,
-                 void (*usage)(void), int usage_exit);
+                 void (*usage)(const void *opts), int usage_exit);
+
+/**
+ * Not supported here: rank 0 prints the message (printf format) on standard
+ * error, MPI is finalized. @retval HARNESS_EXIT_SKIP
+ */
+int harness_skip(int rank, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /** Open btl-ofi's counters, run(ctx), close them, MPI_Finalize: run's exit code. */
 int harness_run(int (*run)(void *ctx), void *ctx);
+
+/** realloc, or the job ends (MPI_Abort, exit code 3) with "<prog>: out of memory". */
+void *harness_realloc(const char *prog, void *p, size_t bytes);
+/** The job ends (MPI_Abort, exit code 3) with "<prog>: out of memory". */
+void harness_out_of_memory(const char *prog) __attribute__((noreturn));
 
 /* Collective reductions over MPI_COMM_WORLD of one value, or of n in place. */
 unsigned long harness_sum_ul(unsigned long value);

@@ -22,7 +22,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bench_output.h"
@@ -65,14 +64,6 @@ static const ref_op_t ref_ops[] = {
 typedef struct ref_times {
     double elapsed, post;
 } ref_times_t;
-
-static double now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
-}
 
 /* ---- options ------------------------------------------------------------ */
 
@@ -143,20 +134,20 @@ static ref_times_t windowed(ref_run_t *r, const ref_op_t *op, int active, size_t
     for (int i = 0; active && i < warmup + iters; ++i) {
         double p0;
         if (i == warmup) {
-            t0 = now();
+            t0 = harness_now();
         }
-        p0 = now();
+        p0 = harness_now();
         for (int j = 0; j < window; ++j) {
             issue(r, op, size, j);
         }
-        t.post += (i >= warmup) ? now() - p0 : 0;
+        t.post += (i >= warmup) ? harness_now() - p0 : 0;
         if (OP_PUT == op->id || OP_ACC == op->id) {
             ref_flush(&r->f, OP_ACC == op->id);
         } else {
             ref_wait_all(&r->f);
         }
     }
-    t.elapsed = active ? now() - t0 : 0;
+    t.elapsed = active ? harness_now() - t0 : 0;
     ref_step_done(&r->f, ++r->step);
     ref_oob_exchange(&r->f, t.elapsed, &theirs);
     t.elapsed = theirs > t.elapsed ? theirs : t.elapsed;
@@ -226,8 +217,7 @@ static int run_row(ref_run_t *r, const ref_test_t *test, const ref_op_t *op, siz
     double ops, bytes;
     ref_times_t t;
 
-    bench_scale_iterations(size * (size_t) window, r->o.sweep.max_iters, r->o.sweep.min_iters, r->o.sweep.budget,
-                           r->o.sweep.warmup, &iters, &warmup);
+    bench_sweep_iterations(&r->o.sweep, size * (size_t) window, &iters, &warmup);
     reset_atomics(r);
     t = windowed(r, op, active, size, window, iters, warmup);
     valid = atomics_valid(r, op, (int64_t) window * (warmup + iters));
@@ -304,21 +294,12 @@ static void header(const ref_run_t *r)
     fflush(stdout);
 }
 
-static size_t data_bytes(const ref_opts_t *o)
-{
-    size_t max = o->sweep.sizes[o->sweep.nsizes - 1], want = max * (size_t) o->sweep.window;
-    const size_t cap = 64UL << 20;
-
-    max = max < 64 ? 64 : max;
-    return want > cap ? (max > cap ? max : cap) : (want < 64 ? 64 : want);
-}
-
 static int run(ref_run_t *r)
 {
     char carried[64];
     int failures = 0, rc;
 
-    rc = ref_fabric_open(&r->f, r->o.prov, data_bytes(&r->o), r->o.sweep.window);
+    rc = ref_fabric_open(&r->f, r->o.prov, bench_sweep_window_bytes(&r->o.sweep, 64), r->o.sweep.window);
     if (0 != rc) {
         if (0 == r->f.role) {
             fprintf(stderr, "ofi_rma_ref: provider %s offers no RDM endpoint with RMA and atomics "

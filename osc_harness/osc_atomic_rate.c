@@ -83,32 +83,27 @@ static int run_one(arate_ctx_t *ctx, const arate_op_t *op, int *not_ours)
 {
     const int window = ctx->b.opt.sweep.window;
     int64_t *word = (int64_t *) ctx->b.win_buf;
-    int iters, warmup, valid;
+    bench_run_t run;
     double ops;
-    bench_probe_t probe;
-    bench_path_t path;
-    bench_times_t t;
+    int valid;
 
-    bench_iterations(&ctx->b, 8 * (size_t) window, &iters, &warmup);
     word[0] = word[1] = 0;
-    bench_probe_begin(&probe);
-    t = bench_windowed(&ctx->b, 0 == ctx->b.rank, op->issue, ctx, 8, iters, warmup);
-    valid = 0 == ctx->b.rank ||
-            (op->adds ? word[0] == (int64_t) window * (warmup + iters) : 1 == word[1]);
-    valid = bench_all_valid(valid);
-    path = bench_probe_end(&ctx->b, &probe, op->counters);
-    *not_ours += !path.ours;
-    ops = (double) window * iters;
+    bench_measure(&ctx->b, 0 == ctx->b.rank, op->issue, ctx, 8, op->counters, &run);
+    valid = harness_min_int(0 == ctx->b.rank ||
+                            (op->adds ? word[0] == (int64_t) window * (run.warmup + run.iters)
+                                      : 1 == word[1]));
+    *not_ours += !run.path.ours;
+    ops = (double) window * run.iters;
 
     bench_field_t row[NCOLS] = {
         BENCH_STR("op", 8, op->name),
         BENCH_INT("size", 6, 8),
-        BENCH_INT("iters", 8, iters),
-        BENCH_DBL("ops_per_s", 12, 0, ops / t.elapsed),
-        BENCH_DBL("post_ns", 10, 1, 1e9 * t.post / ops),
+        BENCH_INT("iters", 8, run.iters),
+        BENCH_DBL("ops_per_s", 12, 0, ops / run.t.elapsed),
+        BENCH_DBL("post_ns", 10, 1, 1e9 * run.t.post / ops),
         BENCH_STR("valid", 7, valid ? "yes" : "WRONG"),
-        BENCH_STR("carried_by", 13, path.label),
-        BENCH_INT("ofi_ops", 10, path.delta),
+        BENCH_STR("carried_by", 13, run.path.label),
+        BENCH_INT("ofi_ops", 10, run.path.delta),
     };
     bench_row(&ctx->b, row, NCOLS);
     return valid;

@@ -196,11 +196,7 @@ int main(int argc, char **argv)
     ctx.right = (ctx.rank + 1) % ctx.size;
     ctx.left = (ctx.rank + ctx.size - 1) % ctx.size;
     if (ctx.size < 2) {
-        if (0 == ctx.rank) {
-            fprintf(stderr, "osc_demo needs at least 2 ranks\n");
-        }
-        MPI_Finalize();
-        return HARNESS_EXIT_SKIP;
+        return harness_skip(ctx.rank, "osc_demo needs at least 2 ranks\n");
     }
     return harness_run(run, &ctx);
 }

@@ -94,11 +94,7 @@ int main(int argc, char **argv)
 
     harness_init(&argc, &argv, HARNESS_MPI_INIT, NULL, &ctx.rank, &nranks, NULL, NULL, NULL, 0);
     if (nranks < 2 || 0 == ctx.size || ctx.size > (size_t) 1 << 30 || ctx.rounds < 1) {
-        if (0 == ctx.rank) {
-            fprintf(stderr, "needs >= 2 ranks, 0 < SIZE <= 1 GiB, ROUNDS >= 1\n");
-        }
-        MPI_Finalize();
-        return HARNESS_EXIT_SKIP;
+        return harness_skip(ctx.rank, "needs >= 2 ranks, 0 < SIZE <= 1 GiB, ROUNDS >= 1\n");
     }
     return harness_run(run_counted, &ctx);
 }

@@ -42,7 +42,6 @@ typedef struct soak_ctx {
     long wrong;
     unsigned long remote_atomics, remote_puts, remote_gets; /* issued to other ranks */
     unsigned long live_during; /* registrations held while a window existed (max) */
-    stress_pvar_t eagain;      /* btl_ofi_post_eagain: resource pressure that was met */
 } soak_ctx_t;
 
 /* Registrations held now; a window that exists must hold some, or "0 after free" proves nothing. */
@@ -85,7 +84,7 @@ static double soak_fadd(soak_ctx_t *ctx)
     counter = calloc(1, sizeof(int64_t));
     MPI_Win_create(counter, sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
     MPI_Barrier(MPI_COMM_WORLD);
-    t0 = stress_now();
+    t0 = harness_now();
     MPI_Win_lock_all(0, win);
     while (done < mine) {
         int b = (int)(mine - done < ctx->opt.batch ? mine - done : ctx->opt.batch);
@@ -107,7 +106,7 @@ static double soak_fadd(soak_ctx_t *ctx)
     }
     MPI_Win_unlock_all(win);
     MPI_Barrier(MPI_COMM_WORLD);
-    t = stress_now() - t0;
+    t = harness_now() - t0;
     note_live(ctx);
     if (0 != ctx->rank) {
         ctx->remote_atomics += (unsigned long)mine;
@@ -154,7 +153,7 @@ static double soak_outstanding(soak_ctx_t *ctx, unsigned long *ops)
 
     MPI_Win_create(base, (MPI_Aint)((slots + size) * sizeof(int64_t)), sizeof(int64_t),
                    MPI_INFO_NULL, MPI_COMM_WORLD, &win);
-    t0 = stress_now();
+    t0 = harness_now();
     for (int round = 0; round < ctx->opt.rounds; ++round) {
         MPI_Win_lock_all(0, win);
         for (int i = 0; i < k; ++i) { /* K puts, no flush in between */
@@ -199,7 +198,7 @@ static double soak_outstanding(soak_ctx_t *ctx, unsigned long *ops)
         }
         MPI_Barrier(MPI_COMM_WORLD); /* checks done before the next round writes */
     }
-    t = stress_now() - t0;
+    t = harness_now() - t0;
     note_live(ctx);
     /* counter[o] at target me = rounds * sum of (i+1) over i with (o+i)%size == me */
     for (int o = 0; o < size; ++o) {
@@ -224,8 +223,9 @@ static double soak_outstanding(soak_ctx_t *ctx, unsigned long *ops)
     return t;
 }
 
-static void usage(void)
+static void usage(const void *opts)
 {
+    (void)opts;
     fprintf(stderr, "usage: osc_soak [-n total_fadd] [-b batch] [-k outstanding] [-r rounds] "
                     "[-m fadd|outstanding|all]\n"
                     "  -n  fetch-and-adds across all ranks (default 10000000)\n"
@@ -268,8 +268,9 @@ static int parse_args(int argc, char **argv, void *opts)
     return (o->total < 1 || o->batch < 1 || o->outstanding < 1 || o->rounds < 1) ? -1 : 0;
 }
 
-static int run(soak_ctx_t *ctx)
+static int run(void *arg)
 {
+    soak_ctx_t *ctx = arg;
     ofi_pvars_t before, after;
     unsigned long d[OFI_PVAR_COUNT], need[3], live, ops = 0, eagain, live_during;
     int present, not_ours = 0;
@@ -313,7 +314,7 @@ static int run(soak_ctx_t *ctx)
     live = harness_sum_ul(after.value[OFI_PVAR_REGISTRATIONS_LIVE]);
     live_during = harness_min_ul(ctx->live_during);
     not_ours |= 0 == live_during;
-    eagain = harness_sum_ul(stress_pvar_value(&ctx->eagain));
+    eagain = d[OFI_PVAR_POST_EAGAIN];
     wrong_total = harness_sum_long(ctx->wrong);
     if (0 == ctx->rank) {
         printf("btl_ofi (all ranks): puts=%lu (>= %lu remote) gets=%lu (>= %lu remote) "
@@ -336,23 +337,11 @@ static int run(soak_ctx_t *ctx)
     return stress_verdict(0 == ctx->rank, wrong_total, live, not_ours);
 }
 
-/* The run, watching btl_ofi_post_eagain: resource pressure that was met. */
-static int run_watched(void *arg)
-{
-    soak_ctx_t *ctx = arg;
-    int rc;
-
-    stress_pvar_start(&ctx->eagain, "post_eagain");
-    rc = run(ctx);
-    stress_pvar_stop(&ctx->eagain);
-    return rc;
-}
-
 int main(int argc, char **argv)
 {
     soak_ctx_t ctx = {0};
     int rc = harness_init(&argc, &argv, HARNESS_MPI_INIT, NULL, &ctx.rank, &ctx.size, parse_args,
                           &ctx.opt, usage, HARNESS_EXIT_USAGE);
 
-    return rc ? rc : harness_run(run_watched, &ctx);
+    return rc ? rc : harness_run(run, &ctx);
 }

@@ -89,8 +89,7 @@ static void ensure_scratch(stress_ctx_t *ctx, size_t need)
         free(ctx->scratch);
         ctx->scratch_cap = need + need / 2;
         if (posix_memalign((void **)&ctx->scratch, 64, ctx->scratch_cap)) {
-            fprintf(stderr, "osc_stress: out of memory\n");
-            MPI_Abort(MPI_COMM_WORLD, 3);
+            harness_out_of_memory("osc_stress");
         }
     }
 }
@@ -151,8 +150,9 @@ static long run_flavor(stress_ctx_t *ctx, stress_plan_t *plan, int *modes, int n
 }
 
 
-static void usage(void)
+static void usage(const void *opts)
 {
+    (void)opts;
     fprintf(
         stderr,
         "usage: osc_stress [-s seed] [-e epochs] [-p phases] [-c chunks] [-a groups] [-w KiB]\n"
@@ -214,6 +214,7 @@ static int run(void *arg)
     long bad_phases = 0, total_mismatches, mpi_errors;
     unsigned long ops_total;
     unsigned long eagain = 0, cq_err_total = 0;
+    ofi_pvars_t end;
 
     for (int i = 0; i < SYNC_COUNT; ++i) {
         if (ctx->opt.sync_on[i]) {
@@ -241,7 +242,7 @@ static int run(void *arg)
         }
         ctx->ops_issued = 0;
         ofi_pvars_read(&before);
-        t0 = stress_now();
+        t0 = harness_now();
         bad = run_flavor(ctx, &plan, modes, nmodes);
         ofi_pvars_read(&after);
         ofi_pvars_delta(&before, &after, d);
@@ -262,7 +263,7 @@ static int run(void *arg)
                    "emulated=%lu cq_entries=%lu cq_errors=%lu flushes=%lu refused=%lu "
                    "registrations_live after Win_free=%lu%s\n",
                    flavor_names[ctx->flavor], bad ? "MISMATCH" : "exact   ", ops_total,
-                   stress_now() - t0, d[OFI_PVAR_PUTS], d[OFI_PVAR_GETS], d[OFI_PVAR_ATOMICS],
+                   harness_now() - t0, d[OFI_PVAR_PUTS], d[OFI_PVAR_GETS], d[OFI_PVAR_ATOMICS],
                    d[OFI_PVAR_ATOMICS_EMULATED], d[OFI_PVAR_CQ_ENTRIES], d[OFI_PVAR_CQ_ERRORS],
                    d[OFI_PVAR_FLUSHES], d[OFI_PVAR_REFUSED], live,
                    present ? "" : " (btl_ofi counters ABSENT)");
@@ -271,7 +272,8 @@ static int run(void *arg)
             break;
         }
     }
-    eagain = harness_sum_ul(stress_pvar_value(&ctx->eagain_pvar));
+    ofi_pvars_read(&end);
+    eagain = harness_sum_ul(end.value[OFI_PVAR_INJECTED]);
     mpi_errors = harness_sum_long(ctx->mpi_errors);
     total_mismatches = harness_sum_long(ctx->mismatches);
     if (0 == ctx->rank) {
@@ -305,18 +307,6 @@ static int run(void *arg)
     return not_ours ? HARNESS_EXIT_NOT_OURS : HARNESS_EXIT_PASS;
 }
 
-/* The run, watching btl_ofi_injected_faults: the proof that injection fired. */
-static int run_watched(void *arg)
-{
-    stress_ctx_t *ctx = arg;
-    int rc;
-
-    stress_pvar_start(&ctx->eagain_pvar, "injected_faults");
-    rc = run(ctx);
-    stress_pvar_stop(&ctx->eagain_pvar);
-    return rc;
-}
-
 int main(int argc, char **argv)
 {
     stress_ctx_t ctx = {0};
@@ -328,5 +318,5 @@ int main(int argc, char **argv)
     }
     /* every rank must replay the same plan: rank 0's seed wins */
     MPI_Bcast(&ctx.opt.seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-    return harness_run(run_watched, &ctx);
+    return harness_run(run, &ctx);
 }

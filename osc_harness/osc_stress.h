@@ -100,7 +100,6 @@ typedef struct stress_ctx {
     long mismatches, reports;
     unsigned long ops_issued;
     const struct stress_plan *cur_plan; /* for naming an op's group in reports */
-    stress_pvar_t eagain_pvar;          /* btl_ofi_injected_faults: proof that injection fired */
     long mpi_errors;                    /* report-only: MPI calls that returned an error */
 } stress_ctx_t;
 

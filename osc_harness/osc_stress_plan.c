@@ -1,22 +1,24 @@
 /* osc_stress: the generators of a phase's plan (see osc_stress.h). */
 #include "osc_stress.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* An array with room for one more element than n: twice the capacity (first at first). */
+static void *grow(void *array, size_t n, size_t *cap, size_t first, size_t elem)
+{
+    if (n < *cap) {
+        return array;
+    }
+    *cap = *cap ? 2 * *cap : first;
+    return harness_realloc("osc_stress", array, *cap * elem);
+}
 
 static stress_op_t *plan_add_op(stress_plan_t *plan, int kind, int origin, int target)
 {
     stress_op_t *op;
 
-    if (plan->nops == plan->cap_ops) {
-        plan->cap_ops = plan->cap_ops ? 2 * plan->cap_ops : 256;
-        plan->ops = realloc(plan->ops, plan->cap_ops * sizeof(*plan->ops));
-        if (!plan->ops) {
-            fprintf(stderr, "osc_stress: out of memory\n");
-            MPI_Abort(MPI_COMM_WORLD, 3);
-        }
-    }
+    plan->ops = grow(plan->ops, plan->nops, &plan->cap_ops, 256, sizeof(*plan->ops));
     op = &plan->ops[plan->nops++];
     memset(op, 0, sizeof(*op));
     op->kind = kind;
@@ -33,14 +35,7 @@ static stress_group_t *plan_add_group(stress_plan_t *plan, int mode, int target,
 {
     stress_group_t *g;
 
-    if (plan->ngroups == plan->cap_groups) {
-        plan->cap_groups = plan->cap_groups ? 2 * plan->cap_groups : 64;
-        plan->groups = realloc(plan->groups, plan->cap_groups * sizeof(*plan->groups));
-        if (!plan->groups) {
-            fprintf(stderr, "osc_stress: out of memory\n");
-            MPI_Abort(MPI_COMM_WORLD, 3);
-        }
-    }
+    plan->groups = grow(plan->groups, plan->ngroups, &plan->cap_groups, 64, sizeof(*plan->groups));
     g = &plan->groups[plan->ngroups++];
     *g = (stress_group_t){
         .mode = mode, .target = target, .off = off, .dt = dt, .first_op = (int)plan->nops};

@@ -220,7 +220,7 @@ static double run_shared(threads_ctx_t *ctx)
 
     MPI_Win_create(base, (MPI_Aint)(ctx->cells * sizeof(int64_t)), sizeof(int64_t), MPI_INFO_NULL,
                    MPI_COMM_WORLD, &win);
-    t0 = stress_now();
+    t0 = harness_now();
     MPI_Win_lock_all(0, win);
     for (int t = 0; t < ctx->nthreads; ++t) {
         args[t] = (thread_arg_t){.ctx = ctx, .tid = t, .own_epoch = false, .win = win};
@@ -228,7 +228,7 @@ static double run_shared(threads_ctx_t *ctx)
     spawn_and_join(ctx, args);
     MPI_Win_unlock_all(win);
     MPI_Barrier(MPI_COMM_WORLD);
-    t0 = stress_now() - t0;
+    t0 = harness_now() - t0;
     verify_window(ctx, base, -1);
     MPI_Win_free(&win);
     free(base);
@@ -248,10 +248,10 @@ static double run_separate(threads_ctx_t *ctx)
                        MPI_INFO_NULL, MPI_COMM_WORLD, &wins[t]);
         args[t] = (thread_arg_t){.ctx = ctx, .tid = t, .own_epoch = true, .win = wins[t]};
     }
-    t0 = stress_now();
+    t0 = harness_now();
     spawn_and_join(ctx, args);
     MPI_Barrier(MPI_COMM_WORLD);
-    t0 = stress_now() - t0;
+    t0 = harness_now() - t0;
     for (int t = 0; t < ctx->nthreads; ++t) {
         verify_window(ctx, base[t], t);
         MPI_Win_free(&wins[t]);
@@ -311,8 +311,9 @@ static int run(void *arg)
     return stress_verdict(0 == ctx->rank, wrong_total, live, not_ours);
 }
 
-static void usage(void)
+static void usage(const void *opts)
 {
+    (void)opts;
     fprintf(stderr,
             "usage: osc_threads [-t threads (1-%d, default 3)] "
             "[-i iterations per thread (default 2000)]\n",
