@@ -11,26 +11,6 @@ static const size_t default_sizes[] = {
     65536,  100000, 131072, 262144, 524288,  1000000, 1048576, 2097152, 3000000, 4194304,
 };
 
-int bench_parse_size(const char *text, size_t *out)
-{
-    char *end;
-    unsigned long long v = strtoull(text, &end, 10);
-
-    if (end == text) {
-        return -1;
-    }
-    if ('K' == *end || 'k' == *end) {
-        v <<= 10, ++end;
-    } else if ('M' == *end || 'm' == *end) {
-        v <<= 20, ++end;
-    }
-    if ('\0' != *end || 0 == v) {
-        return -1;
-    }
-    *out = (size_t) v;
-    return 0;
-}
-
 static int cmp_size(const void *a, const void *b)
 {
     size_t x = *(const size_t *) a, y = *(const size_t *) b;
@@ -43,7 +23,7 @@ int bench_parse_size_list(char *list, size_t *sizes, int max)
     char *save = NULL;
 
     for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (n == max || bench_parse_size(tok, &sizes[n])) {
+        if (n == max || harness_parse_size(tok, &sizes[n])) {
             return -1;
         }
         ++n;

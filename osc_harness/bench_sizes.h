@@ -15,8 +15,6 @@
 #define BENCH_DEFAULT_BUDGET (256UL << 20)
 #define BENCH_DEFAULT_WINDOW 64
 
-/** "4096", "64K", "4M" -> bytes. @retval 0 ok, -1 malformed or zero. */
-int bench_parse_size(const char *text, size_t *out);
 /** Comma-separated sizes (list is modified), sorted ascending. @retval count, -1 malformed. */
 int bench_parse_size_list(char *list, size_t *sizes, int max);
 /** The default sizes within [min, max]: powers of two and a few that are not. */

@@ -8,8 +8,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "bench_sizes.h"
-
 /* ---- options ----------------------------------------------------------- */
 
 static const harness_opt_t *harness_find(const harness_opt_t *table, int flag)
@@ -34,6 +32,26 @@ static void harness_optstring(const harness_opt_t *table, char *out, size_t len)
     }
     out[w++] = 'h'; /* known to getopt, so that -h prints the usage alone */
     out[w] = '\0';
+}
+
+int harness_parse_size(const char *text, size_t *out)
+{
+    char *end;
+    unsigned long long v = strtoull(text, &end, 10);
+
+    if (end == text) {
+        return -1;
+    }
+    if ('K' == *end || 'k' == *end) {
+        v <<= 10, ++end;
+    } else if ('M' == *end || 'm' == *end) {
+        v <<= 20, ++end;
+    }
+    if ('\0' != *end || 0 == v) {
+        return -1;
+    }
+    *out = (size_t) v;
+    return 0;
 }
 
 static int harness_index(const char *name, const char *const *names, int n)
@@ -91,7 +109,7 @@ static int harness_set(const harness_opt_t *opt, const char *arg)
         *(size_t *)opt->value = (size_t)atol(arg) * 1024;
         return 0;
     case HARNESS_OPT_SIZE:
-        return bench_parse_size(arg, (size_t *)opt->value);
+        return harness_parse_size(arg, (size_t *)opt->value);
     case HARNESS_OPT_STR:
         *(const char **)opt->value = arg;
         return 0;

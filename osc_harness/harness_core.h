@@ -25,7 +25,7 @@ typedef enum {
     HARNESS_OPT_LLONG, /* long long: atoll */
     HARNESS_OPT_U64,   /* uint64_t: strtoull, any base */
     HARNESS_OPT_KIB,   /* size_t: atol KiB, in bytes */
-    HARNESS_OPT_SIZE,  /* size_t: "4096", "64K", "4M" (bench_parse_size); malformed: error */
+    HARNESS_OPT_SIZE,  /* size_t: harness_parse_size; malformed: error */
     HARNESS_OPT_STR,   /* const char *: the argument itself */
     HARNESS_OPT_SET,    /* int: set to .n, takes no argument */
     HARNESS_OPT_CHOICE, /* int: the index of the argument among .names[.n] */
@@ -49,6 +49,9 @@ typedef struct harness_opt {
 #define HARNESS_CUSTOM(f, v, parse) {.flag = (f), .type = HARNESS_OPT_FN, .value = (v), .fn = (parse)}
 #define HARNESS_NAMED(f, t, v, list, count)                                                    \
     {.flag = (f), .type = (t), .value = (v), .n = (count), .names = (list)}
+
+/** "4096", "64K", "4M" -> bytes. @retval 0 ok, -1 malformed or zero. */
+int harness_parse_size(const char *text, size_t *out);
 
 /**
  * getopt over a table: every option fills its value. An option not in the
