@@ -9,11 +9,16 @@
  * value each failed attempt returns.
  */
 
-#include "btl_ofi.h"
+#include "btl_ofi_atomics.h"
 
 #include <stdio.h>
 #include <string.h>
 
+#include "btl_ofi_endpoint.h"
+#include "btl_ofi_mr.h"
+#include "btl_ofi_ops.h"
+#include "btl_ofi_params.h"
+#include "btl_ofi_pvar.h"
 #include "btl_ofi_report.h"
 
 typedef struct mca_btl_ofi_atomic_desc_t {
@@ -120,7 +125,7 @@ int mca_btl_ofi_atomics_probe(mca_btl_ofi_module_t *module)
         for (int op = 0; op < MCA_BTL_ATOMIC_LAST; ++op) {
             if (mca_btl_ofi_atomic_table[op].valid) {
                 caps->native[op][dt] =
-                    mca_btl_ofi_component.force_atomic_emulation
+                    mca_btl_ofi_params.force_atomic_emulation
                         ? 0
                         : mca_btl_ofi_probe_op(module->ep, mca_btl_ofi_atomic_dt[dt],
                                                mca_btl_ofi_atomic_table[op].fi_op);
@@ -220,7 +225,8 @@ static uint64_t mca_btl_ofi_apply(mca_btl_base_atomic_op_t op, int dt, uint64_t 
     }
 }
 
-void mca_btl_ofi_emulation_post(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op)
+/* Post an emulated atomic's next compare-and-swap; -FI_EAGAIN defers it. */
+static void mca_btl_ofi_emulation_post(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op)
 {
     /* Compare against the current guess; store the op applied to that guess. */
     mca_btl_ofi_words_t *words = op->words;
@@ -236,19 +242,25 @@ void mca_btl_ofi_emulation_post(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *
         return;
     }
     if (-FI_EAGAIN == rc) {
-        mca_btl_ofi_defer(module, op);
+        mca_btl_ofi_defer(module, op, mca_btl_ofi_emulation_post);
         return;
     }
     opal_output_verbose(1, mca_btl_ofi_output,
                         MCA_BTL_OFI_LOG "fi_compare_atomic (emulated %s) failed: %s",
                         mca_btl_ofi_atomic_table[op->emu.op].name, fi_strerror((int)-rc));
-    mca_btl_ofi_op_complete(module, op, OPAL_ERROR);
+    mca_btl_ofi_op_finish(module, op, OPAL_ERROR);
 }
 
-void mca_btl_ofi_emulation_step_done(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op)
+/* One compare-and-swap step of an emulated atomic completed: done, or retry. */
+static void mca_btl_ofi_emulation_step_done(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
+                                            int status)
 {
     const uint64_t mask = (op->emu.dt & 1) ? UINT32_MAX : UINT64_MAX;
 
+    if (OPAL_SUCCESS != status) {
+        mca_btl_ofi_op_finish(module, op, status);
+        return;
+    }
     if ((op->words->fetched & mask) != (op->words->compare & mask)) {
         /* Someone changed the value first: retry from what we saw. */
         op->words->compare = op->words->fetched & mask;
@@ -258,8 +270,7 @@ void mca_btl_ofi_emulation_step_done(mca_btl_ofi_module_t *module, mca_btl_ofi_o
     if (op->emu.fetching) {
         memcpy(op->local_address, &op->words->compare, mca_btl_ofi_dt_size(op->emu.dt));
     }
-    op->kind = MCA_BTL_OFI_OP_ATOMIC;
-    mca_btl_ofi_op_complete(module, op, OPAL_SUCCESS);
+    mca_btl_ofi_op_finish(module, op, OPAL_SUCCESS);
 }
 
 static int mca_btl_ofi_emulate(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
@@ -271,7 +282,7 @@ static int mca_btl_ofi_emulate(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *o
         mca_btl_ofi_op_release(module, op);
         return OPAL_ERR_NOT_SUPPORTED;
     }
-    op->kind = MCA_BTL_OFI_OP_EMULATED;
+    op->complete = mca_btl_ofi_emulation_step_done;
     op->emu = (mca_btl_ofi_emulation_t){
         .op = mca_op,
         .dt = dt,
@@ -308,7 +319,7 @@ static int mca_btl_ofi_atomic_begin(mca_btl_ofi_module_t *module,
     if (OPAL_UNLIKELY(mca_btl_ofi_inject_eagain())) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    *op = mca_btl_ofi_op_alloc(module, MCA_BTL_OFI_OP_ATOMIC, endpoint, local_address, local_handle,
+    *op = mca_btl_ofi_op_alloc(module, mca_btl_ofi_op_finish, endpoint, local_address, local_handle,
                                cbfunc, cbcontext, cbdata);
     if (OPAL_UNLIKELY(NULL == *op)) {
         return OPAL_ERR_OUT_OF_RESOURCE;

@@ -3,10 +3,14 @@
  * endpoint, opened in that order and closed in the reverse one.
  */
 
-#include "btl_ofi.h"
+#include "btl_ofi_device.h"
 
 #include <string.h>
 
+#include "btl_ofi_mr.h"
+#include "btl_ofi_ops.h"
+#include "btl_ofi_params.h"
+#include "btl_ofi_pvar.h"
 #include "btl_ofi_report.h"
 
 static int mca_btl_ofi_device_error(const mca_btl_ofi_module_t *module, const char *call, int rc)
@@ -53,12 +57,11 @@ static void mca_btl_ofi_negotiated(mca_btl_ofi_module_t *module)
         module->super.btl_get_local_registration_threshold = 0;
         module->super.btl_put_local_registration_threshold = 0;
     }
-    atomic_store(&mca_btl_ofi_component.counters[MCA_BTL_OFI_CNT_MR_MODE],
-                 (uint64_t)info->domain_attr->mr_mode);
-    atomic_store(&mca_btl_ofi_component.counters[MCA_BTL_OFI_CNT_KEY_SIZE], key_size);
+    mca_btl_ofi_counter_set(MCA_BTL_OFI_CNT_MR_MODE, (uint64_t)info->domain_attr->mr_mode);
+    mca_btl_ofi_counter_set(MCA_BTL_OFI_CNT_KEY_SIZE, key_size);
     module->delivery_complete = !!(info->tx_attr->op_flags & FI_DELIVERY_COMPLETE);
     module->prove_remote = !module->delivery_complete &&
-                           MCA_BTL_OFI_COMPLETION_LOCAL != mca_btl_ofi_component.completion;
+                           MCA_BTL_OFI_COMPLETION_LOCAL != mca_btl_ofi_params.completion;
     if (!module->delivery_complete && !module->prove_remote) {
         /* the debug completion mode "local": callbacks prove nothing remote */
         module->super.btl_flags &= ~MCA_BTL_OFI_FLAG_REMOTE_COMPLETION;
@@ -139,7 +142,7 @@ static int mca_btl_ofi_lists_init(mca_btl_ofi_module_t *module)
     }
     return opal_free_list_init(&module->ops, sizeof(mca_btl_ofi_op_t), opal_cache_line_size,
                                OBJ_CLASS(mca_btl_ofi_op_t), 0, 0, 64,
-                               mca_btl_ofi_component.op_free_list_max, 64, NULL, 0, NULL,
+                               mca_btl_ofi_params.op_free_list_max, 64, NULL, 0, NULL,
                                mca_btl_ofi_op_words_init, module);
 }
 

@@ -6,7 +6,7 @@
  * lists and records (btl_ofi_report.h) why nothing qualified.
  */
 
-#include "btl_ofi.h"
+#include "btl_ofi_discovery.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -15,6 +15,7 @@
 
 #include "opal/util/argv.h"
 
+#include "btl_ofi_params.h"
 #include "btl_ofi_report.h"
 
 /* Every MR mode bit libfabric 1.x defines: asked for only to explain refusals. */
@@ -344,7 +345,7 @@ static bool mca_btl_ofi_check_include(const mca_btl_ofi_filter_t *filter, const 
 static const char *mca_btl_ofi_completion_setting(void)
 {
     for (int i = 0; NULL != mca_btl_ofi_completion_values[i].string; ++i) {
-        if (mca_btl_ofi_completion_values[i].value == mca_btl_ofi_component.completion) {
+        if (mca_btl_ofi_completion_values[i].value == mca_btl_ofi_params.completion) {
             return mca_btl_ofi_completion_values[i].string;
         }
     }
@@ -373,12 +374,12 @@ static void mca_btl_ofi_explain(const mca_btl_ofi_filter_t *filter, const struct
         if (!mca_btl_ofi_wanted(filter, cur)) {
             continue;
         }
-        if (mode & ~mca_btl_ofi_component.mr_mode_allowed) {
+        if (mode & ~mca_btl_ofi_params.mr_mode_allowed) {
             mca_btl_ofi_decline(
                 "mr-mode-declined", cur->fabric_attr->prov_name,
                 mca_btl_ofi_mr_mode_str(mode, asked, sizeof(asked)),
                 mca_btl_ofi_param_name("mr_mode", param[0], sizeof(param[0])),
-                mca_btl_ofi_mr_mode_str(mca_btl_ofi_component.mr_mode_allowed, allowed,
+                mca_btl_ofi_mr_mode_str(mca_btl_ofi_params.mr_mode_allowed, allowed,
                                         sizeof(allowed)),
                 mca_btl_ofi_mr_mode_str(MCA_BTL_OFI_MR_SERVED, served, sizeof(served)), NULL);
             return;
@@ -386,9 +387,9 @@ static void mca_btl_ofi_explain(const mca_btl_ofi_filter_t *filter, const struct
     }
     mca_btl_ofi_decline(
         "no-provider", mca_btl_ofi_param_name("provider_include", param[0], sizeof(param[0])),
-        mca_btl_ofi_component.provider_include ? mca_btl_ofi_component.provider_include : "(all)",
+        mca_btl_ofi_params.provider_include ? mca_btl_ofi_params.provider_include : "(all)",
         mca_btl_ofi_param_name("provider_exclude", param[1], sizeof(param[1])),
-        mca_btl_ofi_component.provider_exclude ? mca_btl_ofi_component.provider_exclude : "(none)",
+        mca_btl_ofi_params.provider_exclude ? mca_btl_ofi_params.provider_exclude : "(none)",
         mca_btl_ofi_param_name("completion", param[2], sizeof(param[2])),
         mca_btl_ofi_completion_setting(), fi_provider ? fi_provider : "(not set)", NULL);
 }
@@ -398,7 +399,7 @@ const char *mca_btl_ofi_completion_name(const struct fi_info *info)
     if (info->tx_attr->op_flags & FI_DELIVERY_COMPLETE) {
         return "delivery";
     }
-    return (MCA_BTL_OFI_COMPLETION_LOCAL == mca_btl_ofi_component.completion)
+    return (MCA_BTL_OFI_COMPLETION_LOCAL == mca_btl_ofi_params.completion)
                ? "local (unsafe debug setting)"
                : "read_proof";
 }
@@ -458,7 +459,7 @@ static struct fi_info *mca_btl_ofi_try(const mca_btl_ofi_filter_t *filter, bool 
                                        uint64_t op_flags, uint64_t msg_order)
 {
     mca_btl_ofi_ask_t ask = {
-        .mr_mode = mca_btl_ofi_component.mr_mode_allowed & MCA_BTL_OFI_MR_SERVED,
+        .mr_mode = mca_btl_ofi_params.mr_mode_allowed & MCA_BTL_OFI_MR_SERVED,
         .op_flags = op_flags,
         .msg_order = msg_order,
         .hmem = false,
@@ -490,7 +491,7 @@ static struct fi_info *mca_btl_ofi_select(const mca_btl_ofi_filter_t *filter,
 {
     struct fi_info *chosen = NULL;
 
-    switch (mca_btl_ofi_component.completion) {
+    switch (mca_btl_ofi_params.completion) {
     case MCA_BTL_OFI_COMPLETION_LOCAL:
         return mca_btl_ofi_try(filter, enable_mpi_threads, 0, 0);
     case MCA_BTL_OFI_COMPLETION_READ_PROOF:
@@ -513,19 +514,19 @@ struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads)
     struct fi_info *all = NULL, *chosen = NULL;
     char mode[128];
 
-    if (mca_btl_ofi_component.provider_include && *mca_btl_ofi_component.provider_include &&
-        mca_btl_ofi_component.provider_exclude && *mca_btl_ofi_component.provider_exclude) {
+    if (mca_btl_ofi_params.provider_include && *mca_btl_ofi_params.provider_include &&
+        mca_btl_ofi_params.provider_exclude && *mca_btl_ofi_params.provider_exclude) {
         char include[64], exclude[64];
         mca_btl_ofi_decline("include-exclude",
                             mca_btl_ofi_param_name("provider_include", include, sizeof(include)),
-                            mca_btl_ofi_component.provider_include,
+                            mca_btl_ofi_params.provider_include,
                             mca_btl_ofi_param_name("provider_exclude", exclude, sizeof(exclude)),
-                            mca_btl_ofi_component.provider_exclude, NULL);
+                            mca_btl_ofi_params.provider_exclude, NULL);
         return NULL;
     }
-    if (!mca_btl_ofi_parse_list("provider_include", mca_btl_ofi_component.provider_include,
+    if (!mca_btl_ofi_parse_list("provider_include", mca_btl_ofi_params.provider_include,
                                 &filter.include) ||
-        !mca_btl_ofi_parse_list("provider_exclude", mca_btl_ofi_component.provider_exclude,
+        !mca_btl_ofi_parse_list("provider_exclude", mca_btl_ofi_params.provider_exclude,
                                 &filter.exclude)) {
         goto out;
     }

@@ -3,12 +3,13 @@
  * and add_procs/del_procs (address-vector insertion, one endpoint per peer).
  */
 
-#include "btl_ofi.h"
+#include "btl_ofi_endpoint.h"
 
 #include <string.h>
 
 #include "opal/class/opal_bitmap.h"
 #include "opal/mca/hwloc/hwloc-internal.h"
+
 #include "btl_ofi_report.h"
 
 #define MCA_BTL_OFI_PROV_NAME_MAX 64
@@ -55,7 +56,7 @@ int mca_btl_ofi_modex_send(mca_btl_ofi_module_t *module)
     msg->proof_handle = module->proof_reg->handle;
     msg->addrlen = (uint32_t)addrlen;
 
-    rc = mca_btl_ofi_compat_modex_send(&mca_btl_ofi_component.super.btl_version, msg,
+    rc = mca_btl_ofi_compat_modex_send(&module->super.btl_component->btl_version, msg,
                                        sizeof(*msg) + addrlen);
     free(msg);
     return rc;
@@ -80,7 +81,7 @@ static mca_btl_base_endpoint_t *mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t
     fi_addr_t addr;
     int rc;
 
-    OPAL_MODEX_RECV(rc, &mca_btl_ofi_component.super.btl_version, &proc->proc_name, (void **)&msg,
+    OPAL_MODEX_RECV(rc, &module->super.btl_component->btl_version, &proc->proc_name, (void **)&msg,
                     &size);
     if (OPAL_SUCCESS != rc || NULL == msg || size < sizeof(*msg) ||
         size != sizeof(*msg) + msg->addrlen) {

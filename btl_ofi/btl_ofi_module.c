@@ -4,9 +4,16 @@
  * reverse order of its creation.
  */
 
-#include "btl_ofi.h"
+#include "btl_ofi_module.h"
 
 #include <time.h>
+
+#include "btl_ofi_atomics.h"
+#include "btl_ofi_device.h"
+#include "btl_ofi_endpoint.h"
+#include "btl_ofi_mr.h"
+#include "btl_ofi_ops.h"
+#include "btl_ofi_rdma.h"
 
 /* The flags this BTL can honour; a btl_ofi_flags setting cannot add others. */
 #define MCA_BTL_OFI_FLAGS_SERVED                                                                   \
@@ -19,7 +26,7 @@
 /* clang-format off */
 mca_btl_ofi_module_t mca_btl_ofi_module_template = {
     .super = {
-        .btl_component = &mca_btl_ofi_component.super,
+        /* .btl_component and the finalize that forgets the module: the component's, at init */
         .btl_exclusivity = MCA_BTL_EXCLUSIVITY_LOW,
         /* osc/rdma takes the qualifying BTL with the lowest latency (btl_ofi_compat.h) */
         .btl_latency = MCA_BTL_OFI_LATENCY,
@@ -86,9 +93,6 @@ int mca_btl_ofi_finalize(struct mca_btl_base_module_t *btl)
         mca_btl_ofi_drain_bounded(module);
     }
     module->initialized = false;
-    if (mca_btl_ofi_component.module == module) {
-        mca_btl_ofi_component.module = NULL;
-    }
 
     /* Registrations and endpoints before the fids they belong to. */
     mca_btl_ofi_regs_release(module);

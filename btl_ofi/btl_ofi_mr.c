@@ -7,12 +7,12 @@
  * registered base so that peers can send offsets when FI_MR_VIRT_ADDR is off.
  * Under FI_MR_ENDPOINT each MR is bound to the endpoint and enabled before
  * use. Under FI_MR_LOCAL every local buffer needs a descriptor: operations
- * take their operand and result words from registered slabs, and a caller's
- * buffer that came without a registration handle is registered for that one
- * operation.
+ * take their operand and result words from registered slabs kept here, and a
+ * caller's buffer that came without a registration handle is registered for
+ * that one operation (btl_ofi_ops.c).
  */
 
-#include "btl_ofi.h"
+#include "btl_ofi_mr.h"
 
 #include <string.h>
 
@@ -210,23 +210,15 @@ static mca_btl_ofi_words_slab_t *mca_btl_ofi_slab_with_room(mca_btl_ofi_module_t
     return slab;
 }
 
-int mca_btl_ofi_op_words_init(opal_free_list_item_t *item, void *ctx)
+int mca_btl_ofi_word_slot(mca_btl_ofi_module_t *module, mca_btl_ofi_words_t **words, void **desc)
 {
-    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *)ctx;
-    mca_btl_ofi_op_t *op = (mca_btl_ofi_op_t *)item;
     mca_btl_ofi_words_slab_t *slab;
 
-    op->transient = NULL;
-    op->words = &op->inline_words;
-    op->words_desc = NULL;
-    if (!module->mr_local) {
-        return OPAL_SUCCESS;
-    }
     OPAL_THREAD_LOCK(&module->reg_lock);
     slab = mca_btl_ofi_slab_with_room(module);
     if (NULL != slab) {
-        op->words = &slab->words[slab->used++];
-        op->words_desc = slab->reg->desc;
+        *words = &slab->words[slab->used++];
+        *desc = slab->reg->desc;
     }
     OPAL_THREAD_UNLOCK(&module->reg_lock);
     return (NULL == slab) ? OPAL_ERR_OUT_OF_RESOURCE : OPAL_SUCCESS;
@@ -241,17 +233,4 @@ void mca_btl_ofi_word_slabs_release(mca_btl_ofi_module_t *module)
         mca_btl_ofi_reg_destroy(slab->reg);
         OBJ_RELEASE(slab);
     }
-}
-
-bool mca_btl_ofi_op_transient_desc(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
-                                   void *address, size_t size, void **desc)
-{
-    op->transient = mca_btl_ofi_reg_create(module, address, size);
-    if (NULL == op->transient) {
-        mca_btl_ofi_op_release(module, op);
-        return false;
-    }
-    mca_btl_ofi_count(MCA_BTL_OFI_CNT_TRANSIENT_REGS, 1);
-    *desc = op->transient->desc;
-    return true;
 }

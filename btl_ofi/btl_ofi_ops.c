@@ -1,10 +1,10 @@
 /*
  * btl-ofi operations and progress: operation contexts, the outstanding
  * count, the posting contract and the one progress function that reads the
- * completion queue in batches and runs the callbacks.
+ * completion queue in batches and runs each operation's completion handler.
  */
 
-#include "btl_ofi.h"
+#include "btl_ofi_ops.h"
 
 #include <string.h>
 
@@ -13,14 +13,16 @@
 OBJ_CLASS_INSTANCE(mca_btl_ofi_op_t, opal_free_list_item_t, NULL, NULL);
 
 /* One shared ticket counter: injection is deterministic for a given sequence of calls. */
+static atomic_uint_fast64_t mca_btl_ofi_inject_ticket;
+
 static uint64_t mca_btl_ofi_ticket(void)
 {
-    return atomic_fetch_add_explicit(&mca_btl_ofi_component.inject_ticket, 1, memory_order_relaxed);
+    return atomic_fetch_add_explicit(&mca_btl_ofi_inject_ticket, 1, memory_order_relaxed);
 }
 
 bool mca_btl_ofi_inject_eagain_slow(void)
 {
-    int permille = mca_btl_ofi_component.inject_eagain_permille;
+    int permille = mca_btl_ofi_params.inject_eagain_permille;
 
     /* Knuth's multiplicative hash spreads consecutive tickets over 0..999. */
     if ((mca_btl_ofi_ticket() * UINT64_C(2654435761)) % 1000 < (uint64_t)permille) {
@@ -32,7 +34,7 @@ bool mca_btl_ofi_inject_eagain_slow(void)
 
 uint64_t mca_btl_ofi_inject_key_slow(uint64_t key)
 {
-    int every = mca_btl_ofi_component.inject_cq_error_every;
+    int every = mca_btl_ofi_params.inject_cq_error_every;
 
     if (0 != (mca_btl_ofi_ticket() + 1) % (uint64_t)every) {
         return key;
@@ -41,7 +43,8 @@ uint64_t mca_btl_ofi_inject_key_slow(uint64_t key)
     return key ^ UINT64_C(0x5a5a5a5a00000000) ^ UINT64_C(0x2a);
 }
 
-mca_btl_ofi_op_t *mca_btl_ofi_op_alloc(mca_btl_ofi_module_t *module, mca_btl_ofi_op_kind_t kind,
+mca_btl_ofi_op_t *mca_btl_ofi_op_alloc(mca_btl_ofi_module_t *module,
+                                       mca_btl_ofi_op_complete_fn_t complete,
                                        struct mca_btl_base_endpoint_t *endpoint,
                                        void *local_address,
                                        struct mca_btl_base_registration_handle_t *local_handle,
@@ -53,7 +56,7 @@ mca_btl_ofi_op_t *mca_btl_ofi_op_alloc(mca_btl_ofi_module_t *module, mca_btl_ofi
     if (OPAL_UNLIKELY(NULL == op)) {
         return NULL;
     }
-    op->kind = kind;
+    op->complete = complete;
     op->endpoint = endpoint;
     op->local_address = local_address;
     op->local_handle = local_handle;
@@ -93,30 +96,8 @@ int mca_btl_ofi_post_result(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op, 
     return OPAL_ERROR;
 }
 
-void mca_btl_ofi_op_complete(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op, int status)
+void mca_btl_ofi_op_finish(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op, int status)
 {
-    switch (op->kind) {
-    case MCA_BTL_OFI_OP_EMULATED:
-        if (OPAL_SUCCESS == status) {
-            mca_btl_ofi_emulation_step_done(module, op);
-            return;
-        }
-        break;
-    case MCA_BTL_OFI_OP_UNPROVEN_PUT:
-        /* Only sent so far: osc/rdma may act on this callback (it releases its
-         * accumulate lock), so it also waits for the read proving the data landed. */
-        mca_btl_ofi_put_part_done(module, op, status);
-        return;
-    case MCA_BTL_OFI_OP_PUT_PROOF: {
-        mca_btl_ofi_op_t *put = op->parent;
-
-        mca_btl_ofi_op_release(module, op);
-        mca_btl_ofi_put_part_done(module, put, status);
-        return;
-    }
-    default:
-        break;
-    }
     if (NULL != op->cbfunc) {
         op->cbfunc(&module->super, op->endpoint, op->local_address, op->local_handle, op->cbcontext,
                    op->cbdata, status);
@@ -155,14 +136,16 @@ static void mca_btl_ofi_cq_error(mca_btl_ofi_module_t *module)
     }
 }
 
-void mca_btl_ofi_defer(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op)
+void mca_btl_ofi_defer(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
+                       mca_btl_ofi_op_repost_fn_t repost)
 {
+    op->repost = repost;
     OPAL_THREAD_LOCK(&module->deferred_lock);
     opal_list_append(&module->deferred, &op->super.super);
     OPAL_THREAD_UNLOCK(&module->deferred_lock);
 }
 
-/* Emulation steps and put proofs that met -FI_EAGAIN inside progress are posted again here. */
+/* Operations whose post met -FI_EAGAIN inside progress are posted again here. */
 static void mca_btl_ofi_repost_deferred(mca_btl_ofi_module_t *module)
 {
     opal_list_t ready;
@@ -178,11 +161,7 @@ static void mca_btl_ofi_repost_deferred(mca_btl_ofi_module_t *module)
     for (opal_list_item_t *item; NULL != (item = opal_list_remove_first(&ready));) {
         mca_btl_ofi_op_t *op = (mca_btl_ofi_op_t *)item;
 
-        if (MCA_BTL_OFI_OP_UNPROVEN_PUT == op->kind) {
-            mca_btl_ofi_put_proof_post(module, op);
-        } else {
-            mca_btl_ofi_emulation_post(module, op);
-        }
+        op->repost(module, op);
     }
     OBJ_DESTRUCT(&ready);
 }
@@ -194,7 +173,7 @@ int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module)
 
     mca_btl_ofi_repost_deferred(module);
 
-    count = fi_cq_read(module->cq, entries, (size_t)mca_btl_ofi_component.progress_batch);
+    count = fi_cq_read(module->cq, entries, (size_t)mca_btl_ofi_params.progress_batch);
     if (count > 0) {
         mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_ENTRIES, (uint64_t)count);
         for (ssize_t i = 0; i < count; ++i) {
@@ -212,4 +191,33 @@ int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module)
                             fi_strerror((int)-count));
     }
     return 0;
+}
+
+/* ---- the words and local descriptors of an operation -------------------- */
+
+int mca_btl_ofi_op_words_init(opal_free_list_item_t *item, void *ctx)
+{
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *)ctx;
+    mca_btl_ofi_op_t *op = (mca_btl_ofi_op_t *)item;
+
+    op->transient = NULL;
+    op->words = &op->inline_words;
+    op->words_desc = NULL;
+    if (!module->mr_local) {
+        return OPAL_SUCCESS;
+    }
+    return mca_btl_ofi_word_slot(module, &op->words, &op->words_desc);
+}
+
+bool mca_btl_ofi_op_transient_desc(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
+                                   void *address, size_t size, void **desc)
+{
+    op->transient = mca_btl_ofi_reg_create(module, address, size);
+    if (NULL == op->transient) {
+        mca_btl_ofi_op_release(module, op);
+        return false;
+    }
+    mca_btl_ofi_count(MCA_BTL_OFI_CNT_TRANSIENT_REGS, 1);
+    *desc = op->transient->desc;
+    return true;
 }

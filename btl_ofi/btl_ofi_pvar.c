@@ -6,7 +6,7 @@
  * MPI_T. Open MPI's own btl/ofi registers none of these names.
  */
 
-#include "btl_ofi.h"
+#include "btl_ofi_pvar.h"
 
 #include "opal/mca/base/mca_base_pvar.h"
 
@@ -60,6 +60,8 @@ static const struct {
                                  MCA_BASE_PVAR_CLASS_COUNTER},
 };
 
+atomic_uint_fast64_t mca_btl_ofi_counters[MCA_BTL_OFI_CNT_MAX];
+
 /* The counter is the pvar's ctx; the third argument is the (unused) bound object. */
 static int mca_btl_ofi_pvar_read(const struct mca_base_pvar_t *pvar, void *value, void *obj)
 {
@@ -68,16 +70,16 @@ static int mca_btl_ofi_pvar_read(const struct mca_base_pvar_t *pvar, void *value
     return OPAL_SUCCESS;
 }
 
-int mca_btl_ofi_pvar_register(void)
+int mca_btl_ofi_pvar_register(const mca_base_component_t *component)
 {
     for (int i = 0; i < MCA_BTL_OFI_CNT_MAX; ++i) {
         int rc = mca_base_component_pvar_register(
-            &mca_btl_ofi_component.super.btl_version, mca_btl_ofi_counter_info[i].name,
+            component, mca_btl_ofi_counter_info[i].name,
             mca_btl_ofi_counter_info[i].description, OPAL_INFO_LVL_4,
             mca_btl_ofi_counter_info[i].var_class, MCA_BASE_VAR_TYPE_UNSIGNED_LONG, NULL,
             MCA_BASE_VAR_BIND_NO_OBJECT,
             MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS, mca_btl_ofi_pvar_read,
-            NULL, NULL, &mca_btl_ofi_component.counters[i]);
+            NULL, NULL, &mca_btl_ofi_counters[i]);
         if (rc < 0) {
             return rc;
         }

@@ -14,7 +14,17 @@
  *    peer that non-fetching atomics went to since the last proof.
  */
 
-#include "btl_ofi.h"
+#include "btl_ofi_rdma.h"
+
+#include "btl_ofi_endpoint.h"
+#include "btl_ofi_module.h"
+#include "btl_ofi_mr.h"
+#include "btl_ofi_ops.h"
+#include "btl_ofi_pvar.h"
+
+static void mca_btl_ofi_put_proof_post(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *put);
+static void mca_btl_ofi_put_part_done(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *put,
+                                      int status);
 
 typedef ssize_t (*mca_btl_ofi_rma_fn_t)(struct fid_ep *ep, void *buf, size_t len, void *desc,
                                         fi_addr_t addr, uint64_t remote, uint64_t key,
@@ -65,6 +75,8 @@ static int mca_btl_ofi_rma(mca_btl_ofi_module_t *module, const mca_btl_ofi_rma_k
                            struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
                            mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
+    /* A put without delivery-complete is done only once a read proves it landed. */
+    const bool unproven = kind->writes && module->prove_remote;
     mca_btl_ofi_op_t *op;
     uint64_t target;
     ssize_t posted;
@@ -79,14 +91,12 @@ static int mca_btl_ofi_rma(mca_btl_ofi_module_t *module, const mca_btl_ofi_rma_k
     if (OPAL_UNLIKELY(mca_btl_ofi_inject_eagain())) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    op = mca_btl_ofi_op_alloc(module,
-                              (kind->writes && module->prove_remote) ? MCA_BTL_OFI_OP_UNPROVEN_PUT
-                                                                     : MCA_BTL_OFI_OP_RMA,
+    op = mca_btl_ofi_op_alloc(module, unproven ? mca_btl_ofi_put_part_done : mca_btl_ofi_op_finish,
                               endpoint, local_address, local_handle, cbfunc, cbcontext, cbdata);
     if (OPAL_UNLIKELY(NULL == op)) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    if (MCA_BTL_OFI_OP_UNPROVEN_PUT == op->kind) {
+    if (unproven) {
         /* not shared with progress before it is posted */
         atomic_store_explicit(&op->pending, 2, memory_order_relaxed);
         op->status = OPAL_SUCCESS;
@@ -98,7 +108,7 @@ static int mca_btl_ofi_rma(mca_btl_ofi_module_t *module, const mca_btl_ofi_rma_k
                         mca_btl_ofi_inject_key(remote_handle->key), &op->fi_ctx);
     rc = mca_btl_ofi_post_result(module, op, posted, kind->name);
     if (OPAL_SUCCESS == rc) {
-        if (MCA_BTL_OFI_OP_UNPROVEN_PUT == op->kind) {
+        if (unproven) {
             mca_btl_ofi_put_proof_post(module, op);
         }
         mca_btl_ofi_count(kind->ops_counter, 1);
@@ -138,16 +148,31 @@ static uint64_t mca_btl_ofi_proof_addr(const mca_btl_ofi_module_t *module,
     return module->virt_addr ? endpoint->proof_handle.base : 0;
 }
 
-void mca_btl_ofi_put_proof_post(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *put)
+/* A put's proof read completed: the put has one completion less to wait for. */
+static void mca_btl_ofi_put_proof_done(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *proof,
+                                       int status)
+{
+    mca_btl_ofi_op_t *put = proof->parent;
+
+    mca_btl_ofi_op_release(module, proof);
+    mca_btl_ofi_put_part_done(module, put, status);
+}
+
+/*
+ * prove_remote: post the read that proves a just-posted put landed (ordered
+ * after it by FI_ORDER_RMA_RAW). The put's callback runs once both its own
+ * completion and the proof's have arrived; -FI_EAGAIN defers the proof.
+ */
+static void mca_btl_ofi_put_proof_post(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *put)
 {
     struct mca_btl_base_endpoint_t *endpoint = put->endpoint;
     mca_btl_ofi_op_t *proof;
     ssize_t rc;
 
-    proof = mca_btl_ofi_op_alloc(module, MCA_BTL_OFI_OP_PUT_PROOF, endpoint, NULL, NULL, NULL, NULL,
-                                 NULL);
+    proof = mca_btl_ofi_op_alloc(module, mca_btl_ofi_put_proof_done, endpoint, NULL, NULL, NULL,
+                                 NULL, NULL);
     if (OPAL_UNLIKELY(NULL == proof)) {
-        mca_btl_ofi_defer(module, put);
+        mca_btl_ofi_defer(module, put, mca_btl_ofi_put_proof_post);
         return;
     }
     proof->parent = put;
@@ -161,7 +186,7 @@ void mca_btl_ofi_put_proof_post(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *
     mca_btl_ofi_op_release(module, proof);
     if (-FI_EAGAIN == rc) {
         mca_btl_ofi_count(MCA_BTL_OFI_CNT_POST_EAGAIN, 1);
-        mca_btl_ofi_defer(module, put);
+        mca_btl_ofi_defer(module, put, mca_btl_ofi_put_proof_post);
         return;
     }
     opal_output_verbose(1, mca_btl_ofi_output,
@@ -170,14 +195,19 @@ void mca_btl_ofi_put_proof_post(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *
     mca_btl_ofi_put_part_done(module, put, OPAL_ERROR);
 }
 
-void mca_btl_ofi_put_part_done(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *put, int status)
+/*
+ * One of an unproven put's two completions (its own or its proof's) arrived.
+ * Only sent so far: osc/rdma may act on the put's callback (it releases its
+ * accumulate lock), so the callback also waits for the read proving the data landed.
+ */
+static void mca_btl_ofi_put_part_done(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *put,
+                                      int status)
 {
     if (OPAL_SUCCESS != status) {
         put->status = status; /* either error fails the put */
     }
     if (1 == atomic_fetch_sub(&put->pending, 1)) {
-        put->kind = MCA_BTL_OFI_OP_RMA;
-        mca_btl_ofi_op_complete(module, put, put->status);
+        mca_btl_ofi_op_finish(module, put, put->status);
     }
 }
 
@@ -199,8 +229,8 @@ static int mca_btl_ofi_post_proof(mca_btl_ofi_module_t *module,
     mca_btl_ofi_op_t *atomic_op;
     ssize_t rc;
 
-    atomic_op =
-        mca_btl_ofi_op_alloc(module, MCA_BTL_OFI_OP_PROOF, endpoint, NULL, NULL, NULL, NULL, NULL);
+    atomic_op = mca_btl_ofi_op_alloc(module, mca_btl_ofi_op_finish, endpoint, NULL, NULL, NULL, NULL,
+                                     NULL);
     if (NULL == atomic_op) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }

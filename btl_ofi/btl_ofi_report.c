@@ -44,8 +44,7 @@ static struct {
 
 const char *mca_btl_ofi_param_name(const char *name, char *buf, size_t len)
 {
-    snprintf(buf, len, "btl_%s_%s", mca_btl_ofi_component.super.btl_version.mca_component_name,
-             name);
+    snprintf(buf, len, "btl_%s_%s", MCA_BTL_OFI_COMPONENT_NAME, name);
     return buf;
 }
 
@@ -173,8 +172,7 @@ static char *mca_btl_ofi_cause_key(void)
 {
     char *key = NULL;
 
-    if (0 > asprintf(&key, "btl.%s.declined",
-                     mca_btl_ofi_component.super.btl_version.mca_component_name)) {
+    if (0 > asprintf(&key, "btl.%s.declined", MCA_BTL_OFI_COMPONENT_NAME)) {
         return NULL;
     }
     return key;
@@ -455,7 +453,7 @@ static int mca_btl_ofi_reporter_finalize(struct mca_btl_base_module_t *btl)
     return OPAL_SUCCESS;
 }
 
-mca_btl_base_module_t **mca_btl_ofi_reporter(int *num_btls)
+mca_btl_base_module_t **mca_btl_ofi_reporter(mca_btl_base_component_t *component, int *num_btls)
 {
     mca_btl_base_module_t **modules;
 
@@ -470,7 +468,7 @@ mca_btl_base_module_t **mca_btl_ofi_reporter(int *num_btls)
     }
     /* No flags, no latency claim, reaches nobody: nothing will send through it. */
     mca_btl_ofi_report.module = (mca_btl_base_module_t){
-        .btl_component = &mca_btl_ofi_component.super,
+        .btl_component = component,
         .btl_exclusivity = MCA_BTL_EXCLUSIVITY_LOW,
         .btl_latency = UINT32_MAX,
         .btl_add_procs = mca_btl_ofi_reporter_add_procs,

@@ -63,11 +63,12 @@ void mca_btl_ofi_report_now(const char *topic, ...) __opal_attribute_sentinel__;
  * add_procs, which runs after the modex, shows the job's reasons. If add_procs
  * never runs, finalize shows this process's reason.
  *
+ * @param component (IN) the component the module belongs to
  * @param num_btls (OUT) 1 with a module, 0 without
  * @retval an array of one module for Open MPI to free, or NULL when this
  *         process did not decline (or memory ran out)
  */
-mca_btl_base_module_t **mca_btl_ofi_reporter(int *num_btls);
+mca_btl_base_module_t **mca_btl_ofi_reporter(mca_btl_base_component_t *component, int *num_btls);
 
 /**
  * Full name of one of this component's MCA parameters, "btl_<component>_<name>".

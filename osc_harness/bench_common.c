@@ -2,15 +2,14 @@
 #define _GNU_SOURCE
 #include "bench_common.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static char ops_storage[256];
-
-static void usage(const char *name, const char *extra)
+static void usage(const void *arg)
 {
+    const bench_ctx_t *ctx = arg;
+
     fprintf(stderr,
             "usage: mpirun -np 2 %s [options]\n"
             "  -o OPS       comma-separated operations%s\n"
@@ -27,101 +26,34 @@ static void usage(const char *name, const char *extra)
             "  -j           JSON lines instead of a table\n"
             "  -r           exit 2 unless btl-ofi's counters moved for every row\n"
             "exit codes: 0 done, 1 failure, 2 not carried by btl-ofi (-r), 77 not supported\n",
-            name, extra ? extra : "", BENCH_DEFAULT_MAX_ITERS, BENCH_DEFAULT_WINDOW);
+            ctx->name, ctx->usage_extra ? ctx->usage_extra : "", BENCH_DEFAULT_MAX_ITERS,
+            BENCH_DEFAULT_WINDOW);
 }
 
-static int parse_sizes(bench_opts_t *opt, char *list)
-{
-    opt->nsizes = bench_parse_size_list(list, opt->sizes, BENCH_MAX_SIZES);
-    return opt->nsizes > 0 ? 0 : -1;
-}
-
-static int parse_ops(bench_opts_t *opt, const char *list)
-{
-    snprintf(ops_storage, sizeof(ops_storage), "%s", list);
-    opt->nops = 0;
-    for (char *tok = strtok(ops_storage, ","); tok; tok = strtok(NULL, ",")) {
-        if (opt->nops == BENCH_MAX_OPS) {
-            return -1;
-        }
-        opt->ops[opt->nops++] = tok;
-    }
-    return 0;
-}
+/* Option values, in the order of their enums. */
+static const char *const flavor_names[] = {"create", "dynamic"};
+static const char *const sync_names[] = {"flush", "fence"};
+static const char *const dir_names[] = {"uni", "bi"};
 
 /* Returns 0, or -1 on a usage error. */
-static int parse_opts(int argc, char **argv, bench_opts_t *opt)
+static int parse_opts(int argc, char **argv, void *arg)
 {
-    size_t min = 1, max = 4UL << 20;
-    int explicit_sizes = 0, c;
+    bench_opts_t *opt = &((bench_ctx_t *) arg)->opt;
+    const harness_opt_t table[] = {
+        BENCH_SWEEP_OPTS(&opt->sweep),
+        HARNESS_NAMED('w', HARNESS_OPT_CHOICE, &opt->flavor, flavor_names, 2),
+        HARNESS_NAMED('s', HARNESS_OPT_CHOICE, &opt->sync, sync_names, 2),
+        HARNESS_NAMED('d', HARNESS_OPT_CHOICE, &opt->bidir, dir_names, 2),
+        HARNESS_FLAG('r', &opt->require_ofi, 1),
+        {0},
+    };
 
     memset(opt, 0, sizeof(*opt));
-    opt->max_iters = BENCH_DEFAULT_MAX_ITERS;
-    opt->min_iters = BENCH_DEFAULT_MIN_ITERS;
-    opt->warmup = -1;
-    opt->budget = BENCH_DEFAULT_BUDGET;
-    opt->window = BENCH_DEFAULT_WINDOW;
-
-    while (-1 != (c = getopt(argc, argv, "o:S:m:M:i:x:B:W:w:s:d:jrh"))) {
-        switch (c) {
-        case 'o':
-            if (parse_ops(opt, optarg)) return -1;
-            break;
-        case 'S':
-            if (parse_sizes(opt, optarg)) return -1;
-            explicit_sizes = 1;
-            break;
-        case 'm':
-            if (bench_parse_size(optarg, &min)) return -1;
-            break;
-        case 'M':
-            if (bench_parse_size(optarg, &max)) return -1;
-            break;
-        case 'i':
-            opt->max_iters = atoi(optarg);
-            if (opt->max_iters < 1) return -1;
-            opt->min_iters = opt->max_iters < opt->min_iters ? opt->max_iters : opt->min_iters;
-            break;
-        case 'x':
-            opt->warmup = atoi(optarg);
-            break;
-        case 'B':
-            if (bench_parse_size(optarg, &opt->budget)) return -1;
-            break;
-        case 'W':
-            opt->window = atoi(optarg);
-            if (opt->window < 1) return -1;
-            break;
-        case 'w':
-            if (0 == strcmp(optarg, "create")) opt->flavor = BENCH_WIN_CREATE;
-            else if (0 == strcmp(optarg, "dynamic")) opt->flavor = BENCH_WIN_DYNAMIC;
-            else return -1;
-            break;
-        case 's':
-            if (0 == strcmp(optarg, "flush")) opt->sync = BENCH_SYNC_FLUSH;
-            else if (0 == strcmp(optarg, "fence")) opt->sync = BENCH_SYNC_FENCE;
-            else return -1;
-            break;
-        case 'd':
-            if (0 == strcmp(optarg, "uni")) opt->bidir = 0;
-            else if (0 == strcmp(optarg, "bi")) opt->bidir = 1;
-            else return -1;
-            break;
-        case 'j':
-            opt->json = 1;
-            break;
-        case 'r':
-            opt->require_ofi = 1;
-            break;
-        default:
-            return -1;
-        }
+    bench_sweep_init(&opt->sweep);
+    if (harness_getopt(argc, argv, table)) {
+        return -1;
     }
-    if (!explicit_sizes) {
-        opt->default_sizes = (4UL << 20) == max;
-        opt->nsizes = bench_default_sizes(min, max, opt->sizes, BENCH_MAX_SIZES);
-    }
-    return opt->nsizes ? 0 : -1;
+    return bench_sweep_done(&opt->sweep);
 }
 
 /* Which DSO of the btl-ofi component (mca_btl_<name>.so) this process mapped. */
@@ -146,65 +78,51 @@ static void find_btl_ofi_so(char *out, size_t len)
     fclose(maps);
 }
 
-int bench_init(int *argc, char ***argv, const char *name, const char *usage_extra,
-               bench_ctx_t *ctx)
+/* Between btl-ofi's counters opened and closed (harness_run). */
+static int bench_run(void *arg)
 {
-    int size;
+    bench_ctx_t *ctx = arg;
+    int rc;
+
+    find_btl_ofi_so(ctx->btl_ofi_so, sizeof(ctx->btl_ofi_so));
+    rc = ctx->run(ctx);
+    bench_window_close(ctx);
+    return rc;
+}
+
+int bench_main(int argc, char **argv, const char *name, const char *usage_extra,
+               bench_ctx_t *ctx, int (*run)(bench_ctx_t *ctx))
+{
+    int size, rc;
 
     memset(ctx, 0, sizeof(*ctx));
     ctx->name = name;
+    ctx->usage_extra = usage_extra;
+    ctx->run = run;
     ctx->win = MPI_WIN_NULL;
-    MPI_Init(argc, argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &ctx->rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    rc = harness_init(&argc, &argv, HARNESS_MPI_INIT, NULL, &ctx->rank, &size, parse_opts, ctx,
+                      usage, HARNESS_EXIT_FAIL);
+    if (rc) {
+        return rc;
+    }
     /* Window creation failures come back as codes, so they can be reported as "skipped". */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-
-    if (parse_opts(*argc, *argv, &ctx->opt)) {
-        if (0 == ctx->rank) {
-            usage(name, usage_extra);
-        }
-        MPI_Finalize();
-        return BENCH_EXIT_FAIL;
-    }
     if (2 != size) {
-        if (0 == ctx->rank) {
-            fprintf(stderr, "%s: needs exactly 2 ranks (got %d): not supported here\n", name,
-                    size);
-        }
-        MPI_Finalize();
-        return BENCH_EXIT_SKIP;
+        return harness_skip(ctx->rank, "%s: needs exactly 2 ranks (got %d): not supported here\n",
+                            name, size);
     }
     ctx->peer = 1 - ctx->rank;
-    ofi_pvars_open();
-    find_btl_ofi_so(ctx->btl_ofi_so, sizeof(ctx->btl_ofi_so));
-    return BENCH_EXIT_OK;
-}
-
-void bench_finalize(bench_ctx_t *ctx)
-{
-    bench_window_close(ctx);
-    ofi_pvars_close();
-    MPI_Finalize();
+    return harness_run(bench_run, ctx);
 }
 
 int bench_op_wanted(const bench_ctx_t *ctx, const char *op, int dflt)
 {
-    if (0 == ctx->opt.nops) {
-        return dflt;
-    }
-    for (int i = 0; i < ctx->opt.nops; ++i) {
-        if (0 == strcmp(ctx->opt.ops[i], op)) {
-            return 1;
-        }
-    }
-    return 0;
+    return harness_listed(&ctx->opt.sweep.ops, op, dflt);
 }
 
 void bench_iterations(const bench_ctx_t *ctx, size_t size, int *iters, int *warmup)
 {
-    bench_scale_iterations(size, ctx->opt.max_iters, ctx->opt.min_iters, ctx->opt.budget,
-                           ctx->opt.warmup, iters, warmup);
+    bench_sweep_iterations(&ctx->opt.sweep, size, iters, warmup);
 }
 
 static void *page_alloc(size_t len)
@@ -220,17 +138,15 @@ static void *page_alloc(size_t len)
 
 int bench_window_open(bench_ctx_t *ctx, size_t len)
 {
-    int rc, ok;
+    int rc;
     MPI_Aint mine = 0;
 
     ctx->win_len = len;
     ctx->win_buf = page_alloc(len);
     ctx->origin = page_alloc(len);
-    ok = (NULL != ctx->win_buf && NULL != ctx->origin);
-    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (!ok) {
+    if (!harness_min_int(NULL != ctx->win_buf && NULL != ctx->origin)) {
         if (0 == ctx->rank) fprintf(stderr, "%s: cannot allocate 2 x %zu bytes\n", ctx->name, len);
-        return BENCH_EXIT_FAIL;
+        return HARNESS_EXIT_FAIL;
     }
     if (BENCH_WIN_CREATE == ctx->opt.flavor) {
         rc = MPI_Win_create(ctx->win_buf, (MPI_Aint) len, 1, MPI_INFO_NULL, MPI_COMM_WORLD,
@@ -244,16 +160,14 @@ int bench_window_open(bench_ctx_t *ctx, size_t len)
         MPI_Sendrecv(&mine, 1, MPI_AINT, ctx->peer, 0, &ctx->peer_base, 1, MPI_AINT, ctx->peer, 0,
                      MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     }
-    ok = (MPI_SUCCESS == rc);
-    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (!ok) {
+    if (!harness_min_int(MPI_SUCCESS == rc)) {
         if (0 == ctx->rank) {
             fprintf(stderr, "%s: the %s window could not be created: not supported here\n",
                     ctx->name, BENCH_WIN_CREATE == ctx->opt.flavor ? "Win_create" : "dynamic");
         }
-        return BENCH_EXIT_SKIP;
+        return HARNESS_EXIT_SKIP;
     }
-    return BENCH_EXIT_OK;
+    return HARNESS_EXIT_PASS;
 }
 
 void bench_window_close(bench_ctx_t *ctx)
@@ -288,21 +202,10 @@ bench_path_t bench_probe_end(const bench_ctx_t *ctx, const bench_probe_t *probe,
             }
         }
     }
-    MPI_Allreduce(MPI_IN_PLACE, &path.delta, 1, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
+    path.delta = harness_sum_ul(path.delta);
     path.ours = path.delta > 0;
     path.label = path.ours ? "btl_ofi" : "not btl-ofi";
     return path;
-}
-
-int bench_all_valid(int mine)
-{
-    MPI_Allreduce(MPI_IN_PLACE, &mine, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    return mine;
-}
-
-static const char *flavor_name(bench_flavor_t f)
-{
-    return BENCH_WIN_CREATE == f ? "create" : "dynamic";
 }
 
 void bench_header(const bench_ctx_t *ctx, const char *what, const bench_field_t *cols, int n)
@@ -313,18 +216,17 @@ void bench_header(const bench_ctx_t *ctx, const char *what, const bench_field_t 
         return;
     }
     ofi_pvars_read(&now);
-    if (ctx->opt.json) {
+    if (ctx->opt.sweep.json) {
         printf("{\"bench\": \"%s\", \"meta\": true, \"what\": \"%s\", \"window\": \"%s\", "
                "\"sync\": \"%s\", \"direction\": \"%s\", \"ops_per_sync\": %d, "
                "\"btl_ofi_so\": \"%s\", \"btl_ofi_counters\": %s}\n",
-               ctx->name, what, flavor_name(ctx->opt.flavor),
-               BENCH_SYNC_FLUSH == ctx->opt.sync ? "flush" : "fence",
-               ctx->opt.bidir ? "bi" : "uni", ctx->opt.window, ctx->btl_ofi_so,
+               ctx->name, what, flavor_names[ctx->opt.flavor],
+               sync_names[ctx->opt.sync], dir_names[ctx->opt.bidir], ctx->opt.sweep.window, ctx->btl_ofi_so,
                now.present ? "true" : "false");
     } else {
         printf("# %s: %s\n", ctx->name, what);
         printf("# 2 ranks, %s window; btl-ofi counters %s; btl-ofi DSO: %s\n",
-               flavor_name(ctx->opt.flavor), now.present ? "present" : "absent",
+               flavor_names[ctx->opt.flavor], now.present ? "present" : "absent",
                ctx->btl_ofi_so[0] ? ctx->btl_ofi_so : "(not loaded)");
         bench_print_columns(cols, n);
     }
@@ -334,7 +236,7 @@ void bench_header(const bench_ctx_t *ctx, const char *what, const bench_field_t 
 void bench_row(const bench_ctx_t *ctx, const bench_field_t *f, int n)
 {
     if (0 == ctx->rank) {
-        bench_print_row(ctx->name, ctx->opt.json, f, n);
+        bench_print_row(ctx->name, ctx->opt.sweep.json, f, n);
     }
 }
 
@@ -374,7 +276,7 @@ bench_times_t bench_windowed(bench_ctx_t *ctx, int active, bench_issue_fn fn, vo
             t0 = bench_now();
         }
         if (active) {
-            post = post_window(fn, arg, size, ctx->opt.window);
+            post = post_window(fn, arg, size, ctx->opt.sweep.window);
         }
         if (fence) {
             MPI_Win_fence(0, ctx->win);
@@ -398,9 +300,9 @@ bench_times_t bench_windowed(bench_ctx_t *ctx, int active, bench_issue_fn fn, vo
 int bench_exit_code(const bench_ctx_t *ctx, int failures, int rows_not_ours)
 {
     if (failures) {
-        return BENCH_EXIT_FAIL;
+        return HARNESS_EXIT_FAIL;
     }
-    return (ctx->opt.require_ofi && rows_not_ours) ? BENCH_EXIT_NOT_OURS : BENCH_EXIT_OK;
+    return (ctx->opt.require_ofi && rows_not_ours) ? HARNESS_EXIT_NOT_OURS : HARNESS_EXIT_PASS;
 }
 
 static void bench_put_issue(void *arg, size_t size, int j)
@@ -426,22 +328,43 @@ const bench_rma_op_t bench_rma_ops[2] = {
     {"get", BENCH_CNT(OFI_PVAR_GETS), bench_get_issue},
 };
 
-int bench_rma_sweep(bench_ctx_t *ctx, const char *metric, const bench_field_t *columns,
-                    int ncols, bench_rma_row_fn row)
+void bench_measure(bench_ctx_t *ctx, int active, bench_issue_fn fn, void *arg, size_t size,
+                   unsigned counters, bench_run_t *run)
+{
+    bench_probe_t probe;
+
+    bench_iterations(ctx, size * (size_t) ctx->opt.sweep.window, &run->iters, &run->warmup);
+    bench_probe_begin(&probe);
+    run->t = bench_windowed(ctx, active, fn, arg, size, run->iters, run->warmup);
+    run->path = bench_probe_end(ctx, &probe, counters);
+}
+
+int bench_rma_sweep(bench_ctx_t *ctx, const char *metric, size_t window_bytes, int fill,
+                    const bench_field_t *columns, int ncols, bench_rma_row_fn row)
 {
     char what[160];
-    int not_ours = 0;
+    int not_ours = 0, rc = bench_window_open(ctx, window_bytes);
 
+    if (HARNESS_EXIT_PASS != rc) {
+        return rc;
+    }
+    memset(ctx->origin, fill, ctx->win_len);
     snprintf(what, sizeof(what), "%s %s, %d operations per %s",
-             ctx->opt.bidir ? "bidirectional" : "unidirectional", metric, ctx->opt.window,
+             ctx->opt.bidir ? "bidirectional" : "unidirectional", metric, ctx->opt.sweep.window,
              BENCH_SYNC_FLUSH == ctx->opt.sync ? "MPI_Win_flush (lock_all epoch)" : "MPI_Win_fence");
     bench_header(ctx, what, columns, ncols);
     for (size_t o = 0; o < sizeof(bench_rma_ops) / sizeof(bench_rma_ops[0]); ++o) {
         if (!bench_op_wanted(ctx, bench_rma_ops[o].name, 1)) {
             continue;
         }
-        for (int s = 0; s < ctx->opt.nsizes; ++s) {
-            row(ctx, &bench_rma_ops[o], ctx->opt.sizes[s], &not_ours);
+        for (int s = 0; s < ctx->opt.sweep.nsizes; ++s) {
+            const bench_rma_op_t *op = &bench_rma_ops[o];
+            bench_run_t run;
+
+            bench_measure(ctx, 0 == ctx->rank || ctx->opt.bidir, op->issue, ctx,
+                          ctx->opt.sweep.sizes[s], op->counters, &run);
+            not_ours += !run.path.ours;
+            row(ctx, op, ctx->opt.sweep.sizes[s], &run);
         }
     }
     return bench_exit_code(ctx, 0, not_ours);

@@ -12,40 +12,25 @@
 #include <stdint.h>
 
 #include "bench_output.h"
+#include "harness_core.h"
 #include "bench_sizes.h"
 #include "ofi_pvars.h"
-
-/* Exit codes every harness program uses; runners map 77 to "skipped". */
-#define BENCH_EXIT_OK 0
-#define BENCH_EXIT_FAIL 1
-#define BENCH_EXIT_NOT_OURS 2 /* only with --require-ofi */
-#define BENCH_EXIT_SKIP 77
-
-#define BENCH_MAX_OPS 8
 
 typedef enum { BENCH_WIN_CREATE, BENCH_WIN_DYNAMIC } bench_flavor_t;
 typedef enum { BENCH_SYNC_FLUSH, BENCH_SYNC_FENCE } bench_sync_t;
 
 typedef struct bench_opts {
-    const char *ops[BENCH_MAX_OPS]; /* operations asked for (-o); empty: program default */
-    int nops;
-    size_t sizes[BENCH_MAX_SIZES]; /* ascending */
-    int nsizes;
-    int max_iters;     /* -i: iterations for the smallest messages */
-    int min_iters;     /* floor after scaling down for large messages */
-    int warmup;        /* -x: untimed iterations (-1: derived from iterations) */
-    size_t budget;     /* -B: bytes moved per size before iterations are lowered */
-    int window;        /* -W: operations per synchronization */
+    bench_sweep_t sweep; /* -o -S -m -M -i -x -B -W -j (bench_sizes.h) */
     bench_flavor_t flavor;
     bench_sync_t sync;
     int bidir;
-    int json;
     int require_ofi;
-    int default_sizes; /* neither -S nor -M given: programs may trim the list */
 } bench_opts_t;
 
 typedef struct bench_ctx {
     const char *name; /* program name, the "bench" key of every record */
+    const char *usage_extra;          /* the -o line's list of operations */
+    int (*run)(struct bench_ctx *ctx); /* the program's measurements */
     int rank, peer;
     bench_opts_t opt;
     MPI_Win win;
@@ -77,13 +62,13 @@ typedef struct bench_path {
 #define BENCH_CNT_CAS (BENCH_CNT(OFI_PVAR_ATOMICS) | BENCH_CNT(OFI_PVAR_GETS))
 
 /**
- * MPI_Init, option parsing and the 2-rank check.
- * @retval BENCH_EXIT_OK to go on; any other value is the exit code (MPI already finalized
- *         for 77 and usage errors).
+ * A benchmark's whole main: MPI_Init, options (usage and exit 1 on an error),
+ * the 2-rank check (77), btl-ofi's counters, run(ctx), the window closed,
+ * MPI_Finalize. ctx may be the first member of the program's own context.
+ * @retval the exit code
  */
-int bench_init(int *argc, char ***argv, const char *name, const char *usage_extra,
-               bench_ctx_t *ctx);
-void bench_finalize(bench_ctx_t *ctx);
+int bench_main(int argc, char **argv, const char *name, const char *usage_extra,
+               bench_ctx_t *ctx, int (*run)(bench_ctx_t *ctx));
 
 /** True if the op was asked for with -o (or -o was not given and dflt is true). */
 int bench_op_wanted(const bench_ctx_t *ctx, const char *op, int dflt);
@@ -93,7 +78,7 @@ void bench_iterations(const bench_ctx_t *ctx, size_t size, int *iters, int *warm
 
 /**
  * Create the window (Win_create or dynamic + attach) over len bytes, plus an origin buffer
- * of the same length. @retval 0 on success, BENCH_EXIT_SKIP if the window cannot be created.
+ * of the same length. @retval 0 on success, HARNESS_EXIT_SKIP if the window cannot be created.
  */
 int bench_window_open(bench_ctx_t *ctx, size_t len);
 void bench_window_close(bench_ctx_t *ctx);
@@ -112,9 +97,6 @@ bench_path_t bench_probe_end(const bench_ctx_t *ctx, const bench_probe_t *probe,
 void bench_header(const bench_ctx_t *ctx, const char *what, const bench_field_t *cols, int n);
 /** One result row (rank 0 only); flushed at once so a later crash keeps it. */
 void bench_row(const bench_ctx_t *ctx, const bench_field_t *fields, int n);
-
-/** Collective AND of a per-rank validity flag. */
-int bench_all_valid(int mine);
 
 /** Wall-clock seconds (MPI_Wtime). */
 static inline double bench_now(void)
@@ -138,6 +120,20 @@ typedef struct bench_times {
 bench_times_t bench_windowed(bench_ctx_t *ctx, int active, bench_issue_fn fn, void *arg,
                              size_t size, int iters, int warmup);
 
+/** One measured (op, size) of a windowed benchmark. */
+typedef struct bench_run {
+    int iters, warmup; /* timed and untimed iterations, each of opt.sweep.window operations */
+    bench_times_t t;
+    bench_path_t path; /* whether btl-ofi carried it */
+} bench_run_t;
+
+/**
+ * bench_windowed over the iterations the sweep gives size * window bytes, between
+ * two probes of btl-ofi's counters (the counters mask): what bench_run_t holds. Collective.
+ */
+void bench_measure(bench_ctx_t *ctx, int active, bench_issue_fn fn, void *arg, size_t size,
+                   unsigned counters, bench_run_t *run);
+
 /** Byte offset of the j-th operation of a window: distinct slots while they fit. */
 size_t bench_slot(const bench_ctx_t *ctx, size_t size, int j);
 
@@ -151,16 +147,19 @@ typedef struct bench_rma_op {
 /** put and get, in that order. */
 extern const bench_rma_op_t bench_rma_ops[2];
 
-/** Measures one (op, size) row and sets *not_ours when btl-ofi did not carry it. */
+
+/** Prints the result row of one measured (op, size). */
 typedef void (*bench_rma_row_fn)(bench_ctx_t *ctx, const bench_rma_op_t *op, size_t size,
-                                 int *not_ours);
+                                 const bench_run_t *run);
 
 /**
- * The windowed put/get benchmarks: prints the header titled "<direction> <metric>, <window>
- * operations per <sync>", runs row() for every wanted op and size, returns the exit code.
+ * The windowed put/get benchmarks: opens a window of window_bytes (origin filled with fill),
+ * prints the header titled "<direction> <metric>, <window> operations per <sync>", measures
+ * every wanted op and size (bench_measure, active on rank 0 or, -d bi, on both), prints each
+ * with row(), returns the exit code.
  */
-int bench_rma_sweep(bench_ctx_t *ctx, const char *metric, const bench_field_t *columns,
-                    int ncols, bench_rma_row_fn row);
+int bench_rma_sweep(bench_ctx_t *ctx, const char *metric, size_t window_bytes, int fill,
+                    const bench_field_t *columns, int ncols, bench_rma_row_fn row);
 
 /** The exit code for the whole run given failures and whether every row was ours. */
 int bench_exit_code(const bench_ctx_t *ctx, int failures, int rows_not_ours);

@@ -12,49 +12,39 @@ void bench_print_columns(const bench_field_t *cols, int n)
     fflush(stdout);
 }
 
-static void print_json(const char *name, const bench_field_t *f, int n)
+/* One field: JSON ("key": value) or a table cell of the field's width. */
+static void print_field(const bench_field_t *f, int json)
 {
-    printf("{\"bench\": \"%s\"", name);
-    for (int i = 0; i < n; ++i) {
-        switch (f[i].type) {
-        case BENCH_F_STR:
-            printf(", \"%s\": \"%s\"", f[i].key, f[i].s);
-            break;
-        case BENCH_F_INT:
-            printf(", \"%s\": %lld", f[i].key, f[i].i);
-            break;
-        case BENCH_F_DBL:
-            printf(", \"%s\": %.*f", f[i].key, f[i].prec + 3, f[i].d);
-            break;
-        }
-    }
-    printf("}\n");
-}
+    const int w = json ? 0 : f->width;
 
-static void print_table(const bench_field_t *f, int n)
-{
-    for (int i = 0; i < n; ++i) {
-        switch (f[i].type) {
-        case BENCH_F_STR:
-            printf("%*s", f[i].width, f[i].s);
-            break;
-        case BENCH_F_INT:
-            printf("%*lld", f[i].width, f[i].i);
-            break;
-        case BENCH_F_DBL:
-            printf("%*.*f", f[i].width, f[i].prec, f[i].d);
-            break;
-        }
+    if (json) {
+        printf(", \"%s\": ", f->key);
     }
-    printf("\n");
+    switch (f->type) {
+    case BENCH_F_STR:
+        if (json) {
+            printf("\"%s\"", f->s);
+        } else {
+            printf("%*s", w, f->s);
+        }
+        break;
+    case BENCH_F_INT:
+        printf("%*lld", w, f->i);
+        break;
+    case BENCH_F_DBL:
+        printf("%*.*f", w, json ? f->prec + 3 : f->prec, f->d);
+        break;
+    }
 }
 
 void bench_print_row(const char *name, int json, const bench_field_t *f, int n)
 {
     if (json) {
-        print_json(name, f, n);
-    } else {
-        print_table(f, n);
+        printf("{\"bench\": \"%s\"", name);
     }
+    for (int i = 0; i < n; ++i) {
+        print_field(&f[i], json);
+    }
+    printf(json ? "}\n" : "\n");
     fflush(stdout);
 }

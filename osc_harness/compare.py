@@ -23,13 +23,11 @@ Writes results.json, results.md and PNG plots under results/<timestamp>/.
 
 import argparse
 import datetime
-import fcntl
 import json
 import os
 import platform
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -38,7 +36,9 @@ from dataclasses import dataclass, field
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-LOCK_FILE = "/tmp/btl-ofi-mpi.lock"
+sys.path.insert(0, os.path.join(REPO, "python_tests"))
+import launcher  # noqa: E402  the suite's env-file reader and locked, bounded runner
+
 EXIT_SKIP = 77
 PROVIDERS_QUICK = ["shm", "sockets", "tcp;ofi_rxm"]
 PROVIDERS_FULL = ["shm", "sockets", "tcp;ofi_rxm", "udp;ofi_rxd"]
@@ -75,10 +75,11 @@ class Config:
 
 
 def read_env_file(path):
-    """The variables a btl-ofi env file exports, as bash itself sees them."""
-    out = subprocess.run(["bash", "-c", 'set -a; source "$1"; env -0', "_", path],
-                         check=True, capture_output=True, env={"PATH": os.environ["PATH"]})
-    env = dict(item.split("=", 1) for item in out.stdout.decode().split("\0") if "=" in item)
+    """The variables a btl-ofi env file exports that the configurations need."""
+    try:
+        env = launcher.load_env_file(path)
+    except (OSError, RuntimeError) as err:
+        sys.exit(f"compare.py: {err}")
     wanted = ("OMPI_MCA_mca_base_component_path", "BTL_OFI_COMPONENT_DIR",
               "BTL_OFI_OMPI_PKGLIBDIR", "BTL_OFI_COMPONENT", "BTL_OFI_NODE_BTL",
               "BTL_OFI_OMPI_VERSION")
@@ -199,25 +200,10 @@ def run_env(cfg, base_env, paths):
 
 
 def locked_run(cmd, env, timeout):
-    """Run under the machine-wide MPI lock, bounded; returns (rc, stdout, stderr, seconds)."""
-    with open(LOCK_FILE, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        start = time.monotonic()
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, start_new_session=True)
-        try:
-            out, err = proc.communicate(timeout=timeout)
-            rc = proc.returncode
-        except subprocess.TimeoutExpired:
-            # mpirun cleans up its ranks on SIGTERM; SIGKILL the group it leads only if it hangs.
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                out, err = proc.communicate(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                out, err = proc.communicate()
-            rc = None
-        return rc, out, err, time.monotonic() - start
+    """Run under the machine-wide MPI lock, bounded (the whole process tree is killed at the
+    timeout); returns (rc, stdout, stderr, seconds), rc None for a timeout."""
+    run = launcher.run_argv(cmd, timeout, env, None)
+    return run.returncode, run.stdout, run.stderr, run.seconds
 
 
 def classify(rc, stderr):

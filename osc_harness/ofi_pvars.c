@@ -22,6 +22,8 @@ static const char *const suffixes[OFI_PVAR_COUNT] = {
     [OFI_PVAR_REGISTRATIONS] = "registrations",
     [OFI_PVAR_REGISTRATIONS_LIVE] = "registrations_live",
     [OFI_PVAR_REFUSED] = "refused_count",
+    [OFI_PVAR_POST_EAGAIN] = "post_eagain",
+    [OFI_PVAR_INJECTED] = "injected_faults",
 };
 static char names[OFI_PVAR_COUNT][96];
 
@@ -48,7 +50,12 @@ const char *ofi_pvar_name(enum ofi_pvar_id id)
     return names[id];
 }
 
-int ofi_mpit_init(void)
+/*
+ * MPI_T_init_thread at the program's current thread level: Open MPI 4.1
+ * applies MPI_T's level to the whole library, so asking for less would
+ * silently downgrade an MPI_THREAD_MULTIPLE program. Returns 0 on success.
+ */
+static int ofi_mpit_init(void)
 {
     int level = MPI_THREAD_SINGLE, provided;
 
@@ -56,7 +63,8 @@ int ofi_mpit_init(void)
     return MPI_SUCCESS == MPI_T_init_thread(level, &provided) ? 0 : -1;
 }
 
-int ofi_pvar_index(const char *name)
+/* Index of the valid performance variable NAME, or -1 (absent or invalid). */
+static int ofi_pvar_index(const char *name)
 {
     int num;
 
@@ -81,7 +89,8 @@ int ofi_pvar_index(const char *name)
     return -1;
 }
 
-int ofi_pvar_index_of(const char *suffix)
+/* Index of the component's counter btl_<component>_SUFFIX, or -1. */
+static int ofi_pvar_index_of(const char *suffix)
 {
     char name[96];
 
@@ -116,6 +125,13 @@ void ofi_pvars_read(ofi_pvars_t *out)
         if (MPI_T_PVAR_HANDLE_NULL != handles[i]) {
             MPI_T_pvar_read(session, handles[i], &out->value[i]);
         }
+    }
+}
+
+void ofi_pvars_delta(const ofi_pvars_t *before, const ofi_pvars_t *after, unsigned long *delta)
+{
+    for (int i = 0; i < OFI_PVAR_COUNT; ++i) {
+        delta[i] = after->value[i] - before->value[i];
     }
 }
 

@@ -20,6 +20,8 @@ enum ofi_pvar_id {
     OFI_PVAR_REGISTRATIONS,
     OFI_PVAR_REGISTRATIONS_LIVE,
     OFI_PVAR_REFUSED,
+    OFI_PVAR_POST_EAGAIN, /* resource pressure that was met */
+    OFI_PVAR_INJECTED,    /* debug fault injection: proof that it fired */
     OFI_PVAR_COUNT,
 };
 
@@ -37,20 +39,15 @@ typedef struct ofi_pvars {
 const char *ofi_component_name(void);
 
 /**
- * MPI_T_init_thread at the program's current thread level: Open MPI 4.1
- * applies MPI_T's level to the whole library, so asking for less would
- * silently downgrade an MPI_THREAD_MULTIPLE program. Returns 0 on success.
+ * Start an MPI_T session (call after MPI_Init). A COUNTER-class variable then
+ * reads as the count since this call (Open MPI starts continuous handles at
+ * allocation). Returns 0 on success.
  */
-int ofi_mpit_init(void);
-/** Index of the valid performance variable NAME, or -1 (absent or invalid). */
-int ofi_pvar_index(const char *name);
-/** Index of the component's counter btl_<component>_SUFFIX, or -1. */
-int ofi_pvar_index_of(const char *suffix);
-
-/** Start an MPI_T session (call after MPI_Init). Returns 0 on success. */
 int ofi_pvars_open(void);
 /** Read every counter into *out. */
 void ofi_pvars_read(ofi_pvars_t *out);
+/** after - before of every counter, this process only. */
+void ofi_pvars_delta(const ofi_pvars_t *before, const ofi_pvars_t *after, unsigned long *delta);
 /** Full names, for reports ("btl_<component>_put_count", ...). */
 const char *ofi_pvar_name(enum ofi_pvar_id id);
 void ofi_pvars_close(void);

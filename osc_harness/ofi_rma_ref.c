@@ -22,25 +22,20 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bench_output.h"
 #include "bench_sizes.h"
+#include "harness_core.h"
 #include "ofi_ref.h"
 
-#define REF_EXIT_SKIP 77
-#define REF_MAX_LIST 8
 #define REF_MSGRATE_DEFAULT_MAX 8192
 
 typedef struct ref_opts {
+    bench_sweep_t sweep; /* -o -S -m -M -i -x -B -W -j (bench_sizes.h) */
     const char *prov;
-    const char *tests[REF_MAX_LIST], *ops[REF_MAX_LIST];
-    int ntests, nops;
-    size_t sizes[BENCH_MAX_SIZES];
-    int nsizes, default_sizes;
-    int max_iters, min_iters, warmup, window, json, bind, timeout;
-    size_t budget;
+    harness_list_t tests;
+    int bind, timeout;
 } ref_opts_t;
 
 typedef struct ref_run {
@@ -70,14 +65,6 @@ typedef struct ref_times {
     double elapsed, post;
 } ref_times_t;
 
-static double now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
-}
-
 /* ---- options ------------------------------------------------------------ */
 
 static void usage(void)
@@ -99,74 +86,24 @@ static void usage(void)
             BENCH_DEFAULT_MAX_ITERS, BENCH_DEFAULT_WINDOW);
 }
 
-static int split(char *list, const char **out, int max)
-{
-    int n = 0;
-    char *save = NULL;
-
-    for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (n == max) {
-            return -1;
-        }
-        out[n++] = tok;
-    }
-    return n;
-}
-
 static int parse_opts(int argc, char **argv, ref_opts_t *o)
 {
-    size_t min = 1, max = 4UL << 20;
-    int c, explicit_sizes = 0;
+    const harness_opt_t table[] = {
+        BENCH_SWEEP_OPTS(&o->sweep),
+        HARNESS_ARG('p', HARNESS_OPT_STR, &o->prov),
+        HARNESS_CUSTOM('t', &o->tests, harness_list_parse),
+        HARNESS_FLAG('n', &o->bind, 0),
+        HARNESS_ARG('T', HARNESS_OPT_INT, &o->timeout),
+        {0},
+    };
 
-    *o = (ref_opts_t){.prov = "shm", .max_iters = BENCH_DEFAULT_MAX_ITERS,
-                      .min_iters = BENCH_DEFAULT_MIN_ITERS, .warmup = -1,
-                      .window = BENCH_DEFAULT_WINDOW, .bind = 1, .timeout = 600,
-                      .budget = BENCH_DEFAULT_BUDGET};
-    while (-1 != (c = getopt(argc, argv, "p:t:o:S:m:M:i:x:B:W:jnT:h"))) {
-        switch (c) {
-        case 'p': o->prov = optarg; break;
-        case 't': if ((o->ntests = split(optarg, o->tests, REF_MAX_LIST)) < 0) return -1; break;
-        case 'o': if ((o->nops = split(optarg, o->ops, REF_MAX_LIST)) < 0) return -1; break;
-        case 'S':
-            if ((o->nsizes = bench_parse_size_list(optarg, o->sizes, BENCH_MAX_SIZES)) < 0) return -1;
-            explicit_sizes = 1;
-            break;
-        case 'm': if (bench_parse_size(optarg, &min)) return -1; break;
-        case 'M': if (bench_parse_size(optarg, &max)) return -1; break;
-        case 'i':
-            if ((o->max_iters = atoi(optarg)) < 1) return -1;
-            o->min_iters = o->max_iters < o->min_iters ? o->max_iters : o->min_iters;
-            break;
-        case 'x': o->warmup = atoi(optarg); break;
-        case 'B': if (bench_parse_size(optarg, &o->budget)) return -1; break;
-        case 'W': if ((o->window = atoi(optarg)) < 1) return -1; break;
-        case 'j': o->json = 1; break;
-        case 'n': o->bind = 0; break;
-        case 'T': o->timeout = atoi(optarg); break;
-        default: return -1;
-        }
+    *o = (ref_opts_t){.prov = "shm", .bind = 1, .timeout = 600};
+    bench_sweep_init(&o->sweep);
+    if (harness_getopt(argc, argv, table)) {
+        return -1;
     }
-    if (!explicit_sizes) {
-        o->default_sizes = (4UL << 20) == max;
-        o->nsizes = bench_default_sizes(min, max, o->sizes, BENCH_MAX_SIZES);
-    }
-    return o->nsizes > 0 ? 0 : -1;
+    return bench_sweep_done(&o->sweep);
 }
-
-static int listed(const char *const *list, int n, const char *name, int dflt)
-{
-    if (0 == n) {
-        return dflt;
-    }
-    for (int i = 0; i < n; ++i) {
-        if (0 == strcmp(list[i], name)) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* ---- the measured loop -------------------------------------------------- */
 
 static size_t slot_offset(const ref_run_t *r, size_t size, int j)
 {
@@ -197,20 +134,20 @@ static ref_times_t windowed(ref_run_t *r, const ref_op_t *op, int active, size_t
     for (int i = 0; active && i < warmup + iters; ++i) {
         double p0;
         if (i == warmup) {
-            t0 = now();
+            t0 = harness_now();
         }
-        p0 = now();
+        p0 = harness_now();
         for (int j = 0; j < window; ++j) {
             issue(r, op, size, j);
         }
-        t.post += (i >= warmup) ? now() - p0 : 0;
+        t.post += (i >= warmup) ? harness_now() - p0 : 0;
         if (OP_PUT == op->id || OP_ACC == op->id) {
             ref_flush(&r->f, OP_ACC == op->id);
         } else {
             ref_wait_all(&r->f);
         }
     }
-    t.elapsed = active ? now() - t0 : 0;
+    t.elapsed = active ? harness_now() - t0 : 0;
     ref_step_done(&r->f, ++r->step);
     ref_oob_exchange(&r->f, t.elapsed, &theirs);
     t.elapsed = theirs > t.elapsed ? theirs : t.elapsed;
@@ -267,21 +204,20 @@ static const ref_test_t ref_tests[] = {
 static void emit(const ref_run_t *r, const bench_field_t *f, int n)
 {
     if (0 == r->f.role) {
-        bench_print_row("ofi_rma_ref", r->o.json, f, n);
+        bench_print_row("ofi_rma_ref", r->o.sweep.json, f, n);
     }
 }
 
 static int run_row(ref_run_t *r, const ref_test_t *test, const ref_op_t *op, size_t size,
                    char *carried)
 {
-    const int window = (T_LAT == test->id) ? 1 : r->o.window;
+    const int window = (T_LAT == test->id) ? 1 : r->o.sweep.window;
     const int active = 0 == r->f.role || T_BIBW == test->id;
     int iters, warmup, valid;
     double ops, bytes;
     ref_times_t t;
 
-    bench_scale_iterations(size * (size_t) window, r->o.max_iters, r->o.min_iters, r->o.budget,
-                           r->o.warmup, &iters, &warmup);
+    bench_sweep_iterations(&r->o.sweep, size * (size_t) window, &iters, &warmup);
     reset_atomics(r);
     t = windowed(r, op, active, size, window, iters, warmup);
     valid = atomics_valid(r, op, (int64_t) window * (warmup + iters));
@@ -311,13 +247,13 @@ static int run_test(ref_run_t *r, const ref_test_t *test, char *carried)
 
     for (size_t o = 0; o < sizeof(ref_ops) / sizeof(ref_ops[0]); ++o) {
         const ref_op_t *op = &ref_ops[o];
-        if (!listed(r->o.ops, r->o.nops, op->name, !!(test->ops & OPBIT(op->id))) ||
+        if (!harness_listed(&r->o.sweep.ops, op->name, !!(test->ops & OPBIT(op->id))) ||
             (T_LAT != test->id && op->atomic != (T_ARATE == test->id))) {
             continue;
         }
-        for (int s = 0; s < r->o.nsizes; ++s) {
-            size_t size = op->atomic ? 8 : r->o.sizes[s];
-            if (T_MSGRATE == test->id && r->o.default_sizes && size > REF_MSGRATE_DEFAULT_MAX) {
+        for (int s = 0; s < r->o.sweep.nsizes; ++s) {
+            size_t size = op->atomic ? 8 : r->o.sweep.sizes[s];
+            if (T_MSGRATE == test->id && r->o.sweep.default_sizes && size > REF_MSGRATE_DEFAULT_MAX) {
                 break;
             }
             failures += !run_row(r, test, op, size, carried);
@@ -344,12 +280,12 @@ static void header(const ref_run_t *r)
         return;
     }
     ref_fabric_describe(&r->f, what, sizeof(what));
-    if (r->o.json) {
+    if (r->o.sweep.json) {
         printf("{\"bench\": \"ofi_rma_ref\", \"meta\": true, \"what\": \"%s\", "
                "\"provider\": \"%s\", \"delivery_complete\": %s, \"ops_per_sync\": %d, "
                "\"pinned\": %s}\n",
                what, r->f.info->fabric_attr->prov_name, r->f.delivery_complete ? "true" : "false",
-               r->o.window, r->o.bind ? "true" : "false");
+               r->o.sweep.window, r->o.bind ? "true" : "false");
     } else {
         printf("# ofi_rma_ref: raw libfabric, 2 processes%s\n# %s\n",
                r->o.bind ? " pinned to CPUs 0 and 1" : "", what);
@@ -358,36 +294,27 @@ static void header(const ref_run_t *r)
     fflush(stdout);
 }
 
-static size_t data_bytes(const ref_opts_t *o)
-{
-    size_t max = o->sizes[o->nsizes - 1], want = max * (size_t) o->window;
-    const size_t cap = 64UL << 20;
-
-    max = max < 64 ? 64 : max;
-    return want > cap ? (max > cap ? max : cap) : (want < 64 ? 64 : want);
-}
-
 static int run(ref_run_t *r)
 {
     char carried[64];
     int failures = 0, rc;
 
-    rc = ref_fabric_open(&r->f, r->o.prov, data_bytes(&r->o), r->o.window);
+    rc = ref_fabric_open(&r->f, r->o.prov, bench_sweep_window_bytes(&r->o.sweep, 64), r->o.sweep.window);
     if (0 != rc) {
         if (0 == r->f.role) {
             fprintf(stderr, "ofi_rma_ref: provider %s offers no RDM endpoint with RMA and atomics "
                             "on the BTL's terms: not supported here\n", r->o.prov);
         }
-        return REF_EXIT_SKIP;
+        return HARNESS_EXIT_SKIP;
     }
     r->one = 1;
     r->compare = 0;
     r->desired = 1;
-    r->results = calloc((size_t) r->o.window, sizeof(int64_t));
+    r->results = calloc((size_t) r->o.sweep.window, sizeof(int64_t));
     snprintf(carried, sizeof(carried), "raw:%s", r->o.prov);
     header(r);
     for (size_t t = 0; t < sizeof(ref_tests) / sizeof(ref_tests[0]); ++t) {
-        if (listed(r->o.tests, r->o.ntests, ref_tests[t].name, 1)) {
+        if (harness_listed(&r->o.tests, ref_tests[t].name, 1)) {
             failures += run_test(r, &ref_tests[t], carried);
         }
     }

@@ -21,22 +21,26 @@
  *   -c N       doubles per contended accumulate (default 64)
  *   -i ITERS   calls per row (default 20; the strided row takes -i / 4, at least 2)
  *   -j         JSON lines;  -r  exit 2 unless btl-ofi carried every row
- * Exit: 0 correct, 1 wrong results, 2 not carried by btl-ofi (-r), 77 not runnable.
+ * Exit: 0 correct, 1 wrong results, 2 not carried by btl-ofi (-r), 3 usage, 77 not runnable.
  */
 
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
 #include "bench_output.h"
+#include "harness_core.h"
 #include "ofi_pvars.h"
 
 #define NCOLS 11
 
+static const char *const mode_names[] = {"large", "contention"};
+static const char *const kind_names[] = {"contig", "strided"};
+
 typedef struct acc_opts {
-    int large, contention, contig, strided, json, require_ofi;
+    bool mode[2]; /* large, contention */
+    bool kind[2]; /* contig, strided */
+    int json, require_ofi;
     int n, c, iters;
 } acc_opts_t;
 
@@ -56,52 +60,37 @@ static const bench_field_t columns[NCOLS] = {
     BENCH_STR("result", 7, ""),
 };
 
-static int usage(const char *msg)
+static void usage(const void *opts)
 {
-    fprintf(stderr, "osc_acc: %s\nusage: mpirun -np 2+ osc_acc [-m large,contention] "
-                    "[-k contig,strided] [-n N] [-c N] [-i ITERS] [-j] [-r]\n", msg);
-    return 2;
+    (void) opts;
+    fprintf(stderr, "usage: mpirun -np 2+ osc_acc [-m large,contention] [-k contig,strided] "
+                    "[-n N] [-c N] [-i ITERS] [-j] [-r]\n");
 }
 
-static int has(const char *list, const char *word)
+static int parse(int argc, char **argv, void *opts)
 {
-    size_t len = strlen(word);
+    acc_opts_t *o = opts;
+    const harness_opt_t table[] = {
+        HARNESS_NAMED('m', HARNESS_OPT_PICK, o->mode, mode_names, 2),
+        HARNESS_NAMED('k', HARNESS_OPT_PICK, o->kind, kind_names, 2),
+        HARNESS_ARG('n', HARNESS_OPT_INT, &o->n),
+        HARNESS_ARG('c', HARNESS_OPT_INT, &o->c),
+        HARNESS_ARG('i', HARNESS_OPT_INT, &o->iters),
+        HARNESS_FLAG('j', &o->json, 1),
+        HARNESS_FLAG('r', &o->require_ofi, 1),
+        {0},
+    };
 
-    for (const char *p = list; (p = strstr(p, word)); p += len) {
-        if ((p == list || ',' == p[-1]) && (',' == p[len] || '\0' == p[len])) {
-            return 1;
-        }
+    if (harness_getopt(argc, argv, table)) {
+        return -1;
     }
-    return 0;
-}
-
-static int parse(int argc, char **argv, acc_opts_t *o)
-{
-    const char *modes = "large,contention", *kinds = "contig,strided";
-    int ch;
-
-    *o = (acc_opts_t){.n = 131072, .c = 64, .iters = 20};
-    while (-1 != (ch = getopt(argc, argv, "m:k:n:c:i:jr"))) {
-        switch (ch) {
-        case 'm': modes = optarg; break;
-        case 'k': kinds = optarg; break;
-        case 'n': o->n = atoi(optarg); break;
-        case 'c': o->c = atoi(optarg); break;
-        case 'i': o->iters = atoi(optarg); break;
-        case 'j': o->json = 1; break;
-        case 'r': o->require_ofi = 1; break;
-        default: return usage("unknown option");
-        }
+    if (!o->mode[0] && !o->mode[1]) {
+        o->mode[0] = o->mode[1] = true;
     }
-    o->large = has(modes, "large");
-    o->contention = has(modes, "contention");
-    o->contig = has(kinds, "contig");
-    o->strided = has(kinds, "strided");
-    if (o->n < 1 || o->c < 1 || o->iters < 1 || !(o->large || o->contention) ||
-        (o->large && !(o->contig || o->strided))) {
-        return usage("bad -m, -k, -n, -c or -i");
+    if (!o->kind[0] && !o->kind[1]) {
+        o->kind[0] = o->kind[1] = true;
     }
-    return 0;
+    return o->n < 1 || o->c < 1 || o->iters < 1 ? -1 : 0;
 }
 
 static void counters(unsigned long out[3])
@@ -249,44 +238,49 @@ static void print_row(const acc_opts_t *o, const acc_row_t *r)
     bench_print_row("osc_acc", o->json, f, NCOLS);
 }
 
-int main(int argc, char **argv)
+static int run(void *ctx)
 {
-    acc_opts_t o;
+    const acc_opts_t *o = ctx;
     acc_row_t row;
-    int rank, nranks, wrong = 0, ours = 1, rc;
+    int rank, nranks, wrong = 0, ours = 1;
 
-    MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    rc = parse(argc, argv, &o);
-    if (0 == rc && nranks < 2) {
-        rc = 0 == rank ? (fprintf(stderr, "osc_acc: needs 2 or more ranks\n"), 77) : 77;
-    }
-    if (0 != rc || 0 != ofi_mpit_init() || 0 != ofi_pvars_open()) {
-        MPI_Finalize();
-        return rc ? rc : 77;
-    }
-    if (0 == rank && !o.json) {
+    if (0 == rank && !o->json) {
         printf("# osc_acc: MPI_SUM on doubles, %d ranks; per call what btl-ofi carried "
                "(atomics, gets, puts)\n", nranks);
         bench_print_columns(columns, NCOLS);
     }
     for (int s = 0; s < 3; ++s) {
-        if (s < 2 ? !(o.large && (s ? o.strided : o.contig)) : !o.contention) {
+        if (s < 2 ? !(o->mode[0] && o->kind[s]) : !o->mode[1]) {
             continue;
         }
         if (s < 2) {
-            large_row(&o, rank, s, &row);
+            large_row(o, rank, s, &row);
         } else {
-            contention_row(&o, rank, nranks, &row);
+            contention_row(o, rank, nranks, &row);
         }
         wrong += !row.exact;
         ours &= row.atomics + row.gets + row.puts > 0;
         if (0 == rank) {
-            print_row(&o, &row);
+            print_row(o, &row);
         }
     }
-    ofi_pvars_close();
-    MPI_Finalize();
-    return wrong ? 1 : (o.require_ofi && !ours ? 2 : 0);
+    return wrong ? HARNESS_EXIT_FAIL : (o->require_ofi && !ours ? HARNESS_EXIT_NOT_OURS : 0);
+}
+
+int main(int argc, char **argv)
+{
+    acc_opts_t o = {.n = 131072, .c = 64, .iters = 20};
+    int rank, nranks;
+    int rc = harness_init(&argc, &argv, HARNESS_MPI_INIT, NULL, &rank, &nranks, parse, &o,
+                          usage, HARNESS_EXIT_USAGE);
+
+    if (rc) {
+        return rc;
+    }
+    if (nranks < 2) {
+        return harness_skip(rank, "osc_acc: needs 2 or more ranks\n");
+    }
+    return harness_run(run, &o);
 }

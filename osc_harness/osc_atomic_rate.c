@@ -81,54 +81,50 @@ static const bench_field_t columns[NCOLS] = {
 
 static int run_one(arate_ctx_t *ctx, const arate_op_t *op, int *not_ours)
 {
-    const int window = ctx->b.opt.window;
+    const int window = ctx->b.opt.sweep.window;
     int64_t *word = (int64_t *) ctx->b.win_buf;
-    int iters, warmup, valid;
+    bench_run_t run;
     double ops;
-    bench_probe_t probe;
-    bench_path_t path;
-    bench_times_t t;
+    int valid;
 
-    bench_iterations(&ctx->b, 8 * (size_t) window, &iters, &warmup);
     word[0] = word[1] = 0;
-    bench_probe_begin(&probe);
-    t = bench_windowed(&ctx->b, 0 == ctx->b.rank, op->issue, ctx, 8, iters, warmup);
-    valid = 0 == ctx->b.rank ||
-            (op->adds ? word[0] == (int64_t) window * (warmup + iters) : 1 == word[1]);
-    valid = bench_all_valid(valid);
-    path = bench_probe_end(&ctx->b, &probe, op->counters);
-    *not_ours += !path.ours;
-    ops = (double) window * iters;
+    bench_measure(&ctx->b, 0 == ctx->b.rank, op->issue, ctx, 8, op->counters, &run);
+    valid = harness_min_int(0 == ctx->b.rank ||
+                            (op->adds ? word[0] == (int64_t) window * (run.warmup + run.iters)
+                                      : 1 == word[1]));
+    *not_ours += !run.path.ours;
+    ops = (double) window * run.iters;
 
     bench_field_t row[NCOLS] = {
         BENCH_STR("op", 8, op->name),
         BENCH_INT("size", 6, 8),
-        BENCH_INT("iters", 8, iters),
-        BENCH_DBL("ops_per_s", 12, 0, ops / t.elapsed),
-        BENCH_DBL("post_ns", 10, 1, 1e9 * t.post / ops),
+        BENCH_INT("iters", 8, run.iters),
+        BENCH_DBL("ops_per_s", 12, 0, ops / run.t.elapsed),
+        BENCH_DBL("post_ns", 10, 1, 1e9 * run.t.post / ops),
         BENCH_STR("valid", 7, valid ? "yes" : "WRONG"),
-        BENCH_STR("carried_by", 13, path.label),
-        BENCH_INT("ofi_ops", 10, path.delta),
+        BENCH_STR("carried_by", 13, run.path.label),
+        BENCH_INT("ofi_ops", 10, run.path.delta),
     };
     bench_row(&ctx->b, row, NCOLS);
     return valid;
 }
 
-static int run(arate_ctx_t *ctx)
+static int run(bench_ctx_t *b)
 {
+    arate_ctx_t *ctx = (arate_ctx_t *) b; /* b is its first member */
     char what[160];
     int failures = 0, not_ours = 0, rc;
 
     ctx->one = 1;
     ctx->compare = 0;
     ctx->desired = 1;
-    ctx->results = calloc((size_t) ctx->b.opt.window, sizeof(int64_t));
+    ctx->results = calloc((size_t) ctx->b.opt.sweep.window, sizeof(int64_t));
     rc = bench_window_open(&ctx->b, 64);
-    if (BENCH_EXIT_OK != rc || NULL == ctx->results) {
+    if (HARNESS_EXIT_PASS != rc || NULL == ctx->results) {
         free(ctx->results);
-        return BENCH_EXIT_OK != rc ? rc : BENCH_EXIT_FAIL;
+        return HARNESS_EXIT_PASS != rc ? rc : HARNESS_EXIT_FAIL;
     }
-    snprintf(what, sizeof(what), "8-byte atomic rate, %d operations per %s", ctx->b.opt.window,
+    snprintf(what, sizeof(what), "8-byte atomic rate, %d operations per %s", ctx->b.opt.sweep.window,
              BENCH_SYNC_FLUSH == ctx->b.opt.sync ? "MPI_Win_flush (lock_all epoch)"
                                                  : "MPI_Win_fence");
     bench_header(&ctx->b, what, columns, NCOLS);
@@ -144,13 +140,6 @@ static int run(arate_ctx_t *ctx)
 int main(int argc, char **argv)
 {
     arate_ctx_t ctx = {0};
-    int rc = bench_init(&argc, &argv, "osc_atomic_rate", " (fop,cas,acc,get_acc; default all)",
-                        &ctx.b);
 
-    if (BENCH_EXIT_OK != rc) {
-        return rc;
-    }
-    rc = run(&ctx);
-    bench_finalize(&ctx.b);
-    return rc;
+    return bench_main(argc, argv, "osc_atomic_rate", " (fop,cas,acc,get_acc; default all)", &ctx.b, run);
 }

@@ -9,7 +9,6 @@
  */
 
 #include <stdio.h>
-#include <string.h>
 
 #include "bench_common.h"
 
@@ -21,67 +20,33 @@ static const bench_field_t columns[NCOLS] = {
     BENCH_STR("post_ns", 10, ""),   BENCH_STR("carried_by", 13, ""), BENCH_STR("ofi_ops", 10, ""),
 };
 
-static void run_one(bench_ctx_t *ctx, const bench_rma_op_t *op, size_t size, int *not_ours)
+static void row(bench_ctx_t *ctx, const bench_rma_op_t *op, size_t size, const bench_run_t *run)
 {
-    const int window = ctx->opt.window;
-    const int active = 0 == ctx->rank || ctx->opt.bidir;
-    int iters, warmup;
-    bench_probe_t probe;
-    bench_path_t path;
-    bench_times_t t;
-    double bytes;
-
-    bench_iterations(ctx, size * (size_t) window, &iters, &warmup);
-    bench_probe_begin(&probe);
-    t = bench_windowed(ctx, active, op->issue, ctx, size, iters, warmup);
-    path = bench_probe_end(ctx, &probe, op->counters);
-    *not_ours += !path.ours;
-    bytes = (double) size * window * iters * (ctx->opt.bidir ? 2 : 1);
-
-    bench_field_t row[NCOLS] = {
+    const int window = ctx->opt.sweep.window;
+    const double bytes = (double) size * window * run->iters * (ctx->opt.bidir ? 2 : 1);
+    bench_field_t fields[NCOLS] = {
         BENCH_STR("op", 6, op->name),
         BENCH_INT("size", 10, size),
-        BENCH_INT("iters", 7, iters),
-        BENCH_DBL("bw_MBps", 12, 2, bytes / t.elapsed / 1e6),
-        BENCH_DBL("us_per_sync", 13, 3, 1e6 * t.elapsed / iters),
-        BENCH_DBL("post_ns", 10, 1, 1e9 * t.post / ((double) iters * window)),
-        BENCH_STR("carried_by", 13, path.label),
-        BENCH_INT("ofi_ops", 10, path.delta),
+        BENCH_INT("iters", 7, run->iters),
+        BENCH_DBL("bw_MBps", 12, 2, bytes / run->t.elapsed / 1e6),
+        BENCH_DBL("us_per_sync", 13, 3, 1e6 * run->t.elapsed / run->iters),
+        BENCH_DBL("post_ns", 10, 1, 1e9 * run->t.post / ((double) run->iters * window)),
+        BENCH_STR("carried_by", 13, run->path.label),
+        BENCH_INT("ofi_ops", 10, run->path.delta),
     };
-    bench_row(ctx, row, NCOLS);
-}
 
-/* Distinct slots for a whole window of the largest size, within 64 MiB. */
-static size_t window_bytes(const bench_ctx_t *ctx)
-{
-    size_t max = ctx->opt.sizes[ctx->opt.nsizes - 1];
-    size_t want = max * (size_t) ctx->opt.window;
-    const size_t cap = 64UL << 20;
-
-    return want > cap ? (max > cap ? max : cap) : want;
+    bench_row(ctx, fields, NCOLS);
 }
 
 static int run(bench_ctx_t *ctx)
 {
-    int rc;
-
-    rc = bench_window_open(ctx, window_bytes(ctx));
-    if (BENCH_EXIT_OK != rc) {
-        return rc;
-    }
-    memset(ctx->origin, 0x5a, ctx->win_len);
-    return bench_rma_sweep(ctx, "bandwidth", columns, NCOLS, run_one);
+    return bench_rma_sweep(ctx, "bandwidth", bench_sweep_window_bytes(&ctx->opt.sweep, 1), 0x5a,
+                           columns, NCOLS, row);
 }
 
 int main(int argc, char **argv)
 {
     bench_ctx_t ctx;
-    int rc = bench_init(&argc, &argv, "osc_bw", " (put,get; default both)", &ctx);
 
-    if (BENCH_EXIT_OK != rc) {
-        return rc;
-    }
-    rc = run(&ctx);
-    bench_finalize(&ctx);
-    return rc;
+    return bench_main(argc, argv, "osc_bw", " (put,get; default both)", &ctx, run);
 }

@@ -15,11 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness_core.h"
 #include "ofi_pvars.h"
 
 #define COUNT 1024
-#define EXIT_WRONG 1
-#define EXIT_NOT_OURS 2
 
 typedef struct demo_ctx {
     int rank, size, right, left;
@@ -137,29 +136,17 @@ static const struct {
     {"compare_and_swap", demo_compare_and_swap, OFI_PVAR_ATOMICS, OFI_PVAR_GETS},
 };
 
-int main(int argc, char **argv)
+/* Every demo in turn, one table row each; the exit code. */
+static int run(void *arg)
 {
-    demo_ctx_t ctx;
+    demo_ctx_t *ctx = arg;
     int failures = 0, not_ours = 0;
 
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &ctx.rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &ctx.size);
-    ctx.right = (ctx.rank + 1) % ctx.size;
-    ctx.left = (ctx.rank + ctx.size - 1) % ctx.size;
-    if (ctx.size < 2) {
-        if (0 == ctx.rank) {
-            fprintf(stderr, "osc_demo needs at least 2 ranks\n");
-        }
-        MPI_Finalize();
-        return 77;
-    }
-    ofi_pvars_open();
-    ctx.base = calloc(COUNT + 8, sizeof(int64_t));
-    MPI_Win_create(ctx.base, (COUNT + 8) * sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL,
-                   MPI_COMM_WORLD, &ctx.win);
+    ctx->base = calloc(COUNT + 8, sizeof(int64_t));
+    MPI_Win_create(ctx->base, (COUNT + 8) * sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL,
+                   MPI_COMM_WORLD, &ctx->win);
 
-    if (0 == ctx.rank) {
+    if (0 == ctx->rank) {
         printf("%-18s %-7s %-28s %12s\n", "operation", "result", "btl-ofi counter (all ranks)",
                "delta");
     }
@@ -170,26 +157,26 @@ int main(int argc, char **argv)
         int ok;
 
         ofi_pvars_read(&before);
-        ok = demos[d].fn(&ctx);
+        ok = demos[d].fn(ctx);
         ofi_pvars_read(&after);
         delta[0] = after.value[demos[d].counter] - before.value[demos[d].counter];
         delta[1] = after.value[demos[d].or_counter] - before.value[demos[d].or_counter];
-        MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-        MPI_Allreduce(MPI_IN_PLACE, delta, 2, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
+        ok = harness_min_int(ok);
+        harness_sum_ul_n(delta, 2);
         moved = (0 == delta[0] && 0 != delta[1]) ? demos[d].or_counter : demos[d].counter;
         failures += !ok;
         not_ours += !after.present || 0 == delta[moved == demos[d].counter ? 0 : 1];
-        if (0 == ctx.rank) {
+        if (0 == ctx->rank) {
             printf("%-18s %-7s %-28s %12lu\n", demos[d].name, ok ? "exact" : "WRONG",
                    ofi_pvar_name(moved), delta[moved == demos[d].counter ? 0 : 1]);
         }
     }
 
-    MPI_Win_free(&ctx.win);
-    if (0 == ctx.rank) {
+    MPI_Win_free(&ctx->win);
+    if (0 == ctx->rank) {
         ofi_pvars_t end;
         ofi_pvars_read(&end);
-        printf("%d ranks; %s after MPI_Win_free: %lu\n", ctx.size,
+        printf("%d ranks; %s after MPI_Win_free: %lu\n", ctx->size,
                ofi_pvar_name(OFI_PVAR_REGISTRATIONS_LIVE), end.value[OFI_PVAR_REGISTRATIONS_LIVE]);
         if (not_ours) {
             printf("NOT CARRIED BY btl-ofi: its counters %s\n",
@@ -197,8 +184,19 @@ int main(int argc, char **argv)
         }
         printf("%s\n", failures ? "FAILED" : (not_ours ? "FAILED (wrong path)" : "PASSED"));
     }
-    free(ctx.base);
-    ofi_pvars_close();
-    MPI_Finalize();
-    return failures ? EXIT_WRONG : (not_ours ? EXIT_NOT_OURS : 0);
+    free(ctx->base);
+    return failures ? HARNESS_EXIT_FAIL : (not_ours ? HARNESS_EXIT_NOT_OURS : HARNESS_EXIT_PASS);
+}
+
+int main(int argc, char **argv)
+{
+    demo_ctx_t ctx;
+
+    harness_init(&argc, &argv, HARNESS_MPI_INIT, NULL, &ctx.rank, &ctx.size, NULL, NULL, NULL, 0);
+    ctx.right = (ctx.rank + 1) % ctx.size;
+    ctx.left = (ctx.rank + ctx.size - 1) % ctx.size;
+    if (ctx.size < 2) {
+        return harness_skip(ctx.rank, "osc_demo needs at least 2 ranks\n");
+    }
+    return harness_run(run, &ctx);
 }

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness_core.h"
 #include "ofi_pvars.h"
 
 static int run(size_t size, int rounds, int rank)
@@ -57,37 +58,43 @@ static int run(size_t size, int rounds, int rank)
     return stale;
 }
 
-int main(int argc, char **argv)
+typedef struct vis_ctx {
+    size_t size;
+    int rounds, rank;
+} vis_ctx_t;
+
+static int run_counted(void *arg)
 {
-    size_t size = (argc > 1) ? strtoull(argv[1], NULL, 0) : 16u << 20;
-    int rounds = (argc > 2) ? atoi(argv[2]) : 50;
-    int rank, nranks, stale, ours;
+    const vis_ctx_t *ctx = arg;
+    int stale, ours;
     ofi_pvars_t before, after;
     unsigned long puts;
 
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    if (nranks < 2 || 0 == size || size > (size_t) 1 << 30 || rounds < 1) {
-        if (0 == rank) {
-            fprintf(stderr, "needs >= 2 ranks, 0 < SIZE <= 1 GiB, ROUNDS >= 1\n");
-        }
-        MPI_Finalize();
-        return 77;
-    }
-    ofi_pvars_open();
     ofi_pvars_read(&before);
-    stale = run(size, rounds, rank);
+    stale = run(ctx->size, ctx->rounds, ctx->rank);
     ofi_pvars_read(&after);
     puts = after.value[OFI_PVAR_PUTS] - before.value[OFI_PVAR_PUTS];
-    ours = after.present && puts >= (unsigned long) rounds;
+    ours = after.present && puts >= (unsigned long) ctx->rounds;
     MPI_Bcast(&stale, 1, MPI_INT, 1, MPI_COMM_WORLD);
-    if (0 == rank) {
-        printf("size=%zu rounds=%d stale=%d btl_ofi_puts=%lu%s\n", size, rounds, stale, puts,
-               ours ? "" : " NOT CARRIED BY btl-ofi");
+    if (0 == ctx->rank) {
+        printf("size=%zu rounds=%d stale=%d btl_ofi_puts=%lu%s\n", ctx->size, ctx->rounds, stale,
+               puts, ours ? "" : " NOT CARRIED BY btl-ofi");
     }
     MPI_Bcast(&ours, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    ofi_pvars_close();
-    MPI_Finalize();
-    return stale ? 1 : (ours ? 0 : 2);
+    return stale ? HARNESS_EXIT_FAIL : (ours ? HARNESS_EXIT_PASS : HARNESS_EXIT_NOT_OURS);
+}
+
+int main(int argc, char **argv)
+{
+    vis_ctx_t ctx = {
+        .size = (argc > 1) ? strtoull(argv[1], NULL, 0) : 16u << 20,
+        .rounds = (argc > 2) ? atoi(argv[2]) : 50,
+    };
+    int nranks;
+
+    harness_init(&argc, &argv, HARNESS_MPI_INIT, NULL, &ctx.rank, &nranks, NULL, NULL, NULL, 0);
+    if (nranks < 2 || 0 == ctx.size || ctx.size > (size_t) 1 << 30 || ctx.rounds < 1) {
+        return harness_skip(ctx.rank, "needs >= 2 ranks, 0 < SIZE <= 1 GiB, ROUNDS >= 1\n");
+    }
+    return harness_run(run_counted, &ctx);
 }

@@ -223,7 +223,7 @@ static int run_one(lat_ctx_t *ctx, const lat_op_t *op, size_t size, int *not_our
         MPI_Win_unlock_all(ctx->b.win);
     }
     MPI_Barrier(MPI_COMM_WORLD);
-    valid = bench_all_valid(op->check(ctx, size, (int64_t) warmup + iters));
+    valid = harness_min_int(op->check(ctx, size, (int64_t) warmup + iters));
     path = bench_probe_end(&ctx->b, &probe, op->counters);
     *not_ours += !path.ours;
 
@@ -240,16 +240,17 @@ static int run_one(lat_ctx_t *ctx, const lat_op_t *op, size_t size, int *not_our
     return valid;
 }
 
-static int run(lat_ctx_t *ctx)
+static int run(bench_ctx_t *b)
 {
-    size_t max = ctx->b.opt.sizes[ctx->b.opt.nsizes - 1];
+    lat_ctx_t *ctx = (lat_ctx_t *) b; /* b is its first member */
+    size_t max = ctx->b.opt.sweep.sizes[ctx->b.opt.sweep.nsizes - 1];
     int failures = 0, not_ours = 0, rc;
 
     max = max < 64 ? 64 : (max + 7) & ~(size_t) 7;
     rc = bench_window_open(&ctx->b, max);
     ctx->result = calloc(max / 8, sizeof(int64_t));
-    if (BENCH_EXIT_OK != rc || NULL == ctx->result) {
-        return BENCH_EXIT_OK != rc ? rc : BENCH_EXIT_FAIL;
+    if (HARNESS_EXIT_PASS != rc || NULL == ctx->result) {
+        return HARNESS_EXIT_PASS != rc ? rc : HARNESS_EXIT_FAIL;
     }
     bench_header(&ctx->b, "latency of one operation + MPI_Win_flush, lock_all epoch", columns,
                  NCOLS);
@@ -260,9 +261,9 @@ static int run(lat_ctx_t *ctx)
         if (!bench_op_wanted(&ctx->b, op->name, 1)) {
             continue;
         }
-        for (int s = 0; s < ctx->b.opt.nsizes; ++s) {
+        for (int s = 0; s < ctx->b.opt.sweep.nsizes; ++s) {
             size_t size = op->fixed_size ? op->fixed_size
-                                         : ctx->b.opt.sizes[s] / op->elem * op->elem;
+                                         : ctx->b.opt.sweep.sizes[s] / op->elem * op->elem;
             if (0 == size || size == last) {
                 continue; /* e.g. 3 B has no 8-byte element; 100 B and 96 B would repeat */
             }
@@ -277,13 +278,6 @@ static int run(lat_ctx_t *ctx)
 int main(int argc, char **argv)
 {
     lat_ctx_t ctx = {0};
-    int rc = bench_init(&argc, &argv, "osc_latency", " (put,get,acc,get_acc,fop,cas; default all)",
-                        &ctx.b);
 
-    if (BENCH_EXIT_OK != rc) {
-        return rc;
-    }
-    rc = run(&ctx);
-    bench_finalize(&ctx.b);
-    return rc;
+    return bench_main(argc, argv, "osc_latency", " (put,get,acc,get_acc,fop,cas; default all)", &ctx.b, run);
 }

@@ -24,64 +24,40 @@ static const bench_field_t columns[NCOLS] = {
     BENCH_STR("carried_by", 13, ""), BENCH_STR("ofi_ops", 10, ""),
 };
 
-static void run_one(bench_ctx_t *ctx, const bench_rma_op_t *op, size_t size, int *not_ours)
+static void row(bench_ctx_t *ctx, const bench_rma_op_t *op, size_t size, const bench_run_t *run)
 {
-    const int window = ctx->opt.window;
-    const int active = 0 == ctx->rank || ctx->opt.bidir;
-    int iters, warmup;
-    double msgs;
-    bench_probe_t probe;
-    bench_path_t path;
-    bench_times_t t;
-
-    bench_iterations(ctx, size * (size_t) window, &iters, &warmup);
-    bench_probe_begin(&probe);
-    t = bench_windowed(ctx, active, op->issue, ctx, size, iters, warmup);
-    path = bench_probe_end(ctx, &probe, op->counters);
-    *not_ours += !path.ours;
-    msgs = (double) window * iters;
-
-    bench_field_t row[NCOLS] = {
+    const double msgs = (double) ctx->opt.sweep.window * run->iters;
+    bench_field_t fields[NCOLS] = {
         BENCH_STR("op", 6, op->name),
         BENCH_INT("size", 8, size),
-        BENCH_INT("iters", 8, iters),
-        BENCH_DBL("msgs_per_s", 14, 0, msgs * (ctx->opt.bidir ? 2 : 1) / t.elapsed),
-        BENCH_DBL("post_ns", 10, 1, 1e9 * t.post / msgs),
-        BENCH_DBL("sync_us", 10, 3, 1e6 * (t.elapsed - t.post) / iters),
-        BENCH_STR("carried_by", 13, path.label),
-        BENCH_INT("ofi_ops", 10, path.delta),
+        BENCH_INT("iters", 8, run->iters),
+        BENCH_DBL("msgs_per_s", 14, 0, msgs * (ctx->opt.bidir ? 2 : 1) / run->t.elapsed),
+        BENCH_DBL("post_ns", 10, 1, 1e9 * run->t.post / msgs),
+        BENCH_DBL("sync_us", 10, 3, 1e6 * (run->t.elapsed - run->t.post) / run->iters),
+        BENCH_STR("carried_by", 13, run->path.label),
+        BENCH_INT("ofi_ops", 10, run->path.delta),
     };
-    bench_row(ctx, row, NCOLS);
+
+    bench_row(ctx, fields, NCOLS);
 }
 
 static int run(bench_ctx_t *ctx)
 {
-    size_t max;
-    int rc;
+    bench_sweep_t *sweep = &ctx->opt.sweep;
 
-    if (ctx->opt.default_sizes) {
-        while (ctx->opt.nsizes > 1 && ctx->opt.sizes[ctx->opt.nsizes - 1] > MSGRATE_DEFAULT_MAX) {
-            --ctx->opt.nsizes;
+    if (sweep->default_sizes) {
+        while (sweep->nsizes > 1 && sweep->sizes[sweep->nsizes - 1] > MSGRATE_DEFAULT_MAX) {
+            --sweep->nsizes;
         }
     }
-    max = ctx->opt.sizes[ctx->opt.nsizes - 1];
-    rc = bench_window_open(ctx, max * (size_t) ctx->opt.window);
-    if (BENCH_EXIT_OK != rc) {
-        return rc;
-    }
-    memset(ctx->origin, 0x3c, ctx->win_len);
-    return bench_rma_sweep(ctx, "message rate", columns, NCOLS, run_one);
+    return bench_rma_sweep(ctx, "message rate",
+                           sweep->sizes[sweep->nsizes - 1] * (size_t) sweep->window, 0x3c, columns,
+                           NCOLS, row);
 }
 
 int main(int argc, char **argv)
 {
     bench_ctx_t ctx;
-    int rc = bench_init(&argc, &argv, "osc_msgrate", " (put,get; default both)", &ctx);
 
-    if (BENCH_EXIT_OK != rc) {
-        return rc;
-    }
-    rc = run(&ctx);
-    bench_finalize(&ctx);
-    return rc;
+    return bench_main(argc, argv, "osc_msgrate", " (put,get; default both)", &ctx, run);
 }

@@ -17,7 +17,6 @@
  * show the traffic did not go through btl-ofi, 3 usage.
  */
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <mpi.h>
 #include <stdbool.h>
@@ -25,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness_core.h"
 #include "ofi_pvars.h"
 #include "stress_common.h"
 
@@ -42,7 +42,6 @@ typedef struct soak_ctx {
     long wrong;
     unsigned long remote_atomics, remote_puts, remote_gets; /* issued to other ranks */
     unsigned long live_during; /* registrations held while a window existed (max) */
-    stress_pvar_t eagain;      /* btl_ofi_post_eagain: resource pressure that was met */
 } soak_ctx_t;
 
 /* Registrations held now; a window that exists must hold some, or "0 after free" proves nothing. */
@@ -85,7 +84,7 @@ static double soak_fadd(soak_ctx_t *ctx)
     counter = calloc(1, sizeof(int64_t));
     MPI_Win_create(counter, sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
     MPI_Barrier(MPI_COMM_WORLD);
-    t0 = stress_now();
+    t0 = harness_now();
     MPI_Win_lock_all(0, win);
     while (done < mine) {
         int b = (int)(mine - done < ctx->opt.batch ? mine - done : ctx->opt.batch);
@@ -107,7 +106,7 @@ static double soak_fadd(soak_ctx_t *ctx)
     }
     MPI_Win_unlock_all(win);
     MPI_Barrier(MPI_COMM_WORLD);
-    t = stress_now() - t0;
+    t = harness_now() - t0;
     note_live(ctx);
     if (0 != ctx->rank) {
         ctx->remote_atomics += (unsigned long)mine;
@@ -154,7 +153,7 @@ static double soak_outstanding(soak_ctx_t *ctx, unsigned long *ops)
 
     MPI_Win_create(base, (MPI_Aint)((slots + size) * sizeof(int64_t)), sizeof(int64_t),
                    MPI_INFO_NULL, MPI_COMM_WORLD, &win);
-    t0 = stress_now();
+    t0 = harness_now();
     for (int round = 0; round < ctx->opt.rounds; ++round) {
         MPI_Win_lock_all(0, win);
         for (int i = 0; i < k; ++i) { /* K puts, no flush in between */
@@ -199,7 +198,7 @@ static double soak_outstanding(soak_ctx_t *ctx, unsigned long *ops)
         }
         MPI_Barrier(MPI_COMM_WORLD); /* checks done before the next round writes */
     }
-    t = stress_now() - t0;
+    t = harness_now() - t0;
     note_live(ctx);
     /* counter[o] at target me = rounds * sum of (i+1) over i with (o+i)%size == me */
     for (int o = 0; o < size; ++o) {
@@ -224,8 +223,9 @@ static double soak_outstanding(soak_ctx_t *ctx, unsigned long *ops)
     return t;
 }
 
-static void usage(void)
+static void usage(const void *opts)
 {
+    (void)opts;
     fprintf(stderr, "usage: osc_soak [-n total_fadd] [-b batch] [-k outstanding] [-r rounds] "
                     "[-m fadd|outstanding|all]\n"
                     "  -n  fetch-and-adds across all ranks (default 10000000)\n"
@@ -235,9 +235,26 @@ static void usage(void)
                     "  -m  modes to run (default all)\n");
 }
 
-static int parse_args(int argc, char **argv, soak_opts_t *o)
+static int parse_modes(const char *arg, void *value)
 {
-    int c;
+    soak_opts_t *o = value;
+
+    o->fadd = 0 == strcmp(arg, "fadd") || 0 == strcmp(arg, "all");
+    o->keep = 0 == strcmp(arg, "outstanding") || 0 == strcmp(arg, "all");
+    return (o->fadd || o->keep) ? 0 : -1;
+}
+
+static int parse_args(int argc, char **argv, void *opts)
+{
+    soak_opts_t *o = opts;
+    const harness_opt_t table[] = {
+        HARNESS_ARG('n', HARNESS_OPT_LLONG, &o->total),
+        HARNESS_ARG('b', HARNESS_OPT_INT, &o->batch),
+        HARNESS_ARG('k', HARNESS_OPT_INT, &o->outstanding),
+        HARNESS_ARG('r', HARNESS_OPT_INT, &o->rounds),
+        HARNESS_CUSTOM('m', o, parse_modes),
+        {0},
+    };
 
     *o = (soak_opts_t){.total = 10000000,
                        .batch = 64,
@@ -245,36 +262,15 @@ static int parse_args(int argc, char **argv, soak_opts_t *o)
                        .rounds = 5,
                        .fadd = true,
                        .keep = true};
-    while (-1 != (c = getopt(argc, argv, "n:b:k:r:m:h"))) {
-        switch (c) {
-        case 'n':
-            o->total = atoll(optarg);
-            break;
-        case 'b':
-            o->batch = atoi(optarg);
-            break;
-        case 'k':
-            o->outstanding = atoi(optarg);
-            break;
-        case 'r':
-            o->rounds = atoi(optarg);
-            break;
-        case 'm':
-            o->fadd = 0 == strcmp(optarg, "fadd") || 0 == strcmp(optarg, "all");
-            o->keep = 0 == strcmp(optarg, "outstanding") || 0 == strcmp(optarg, "all");
-            if (!o->fadd && !o->keep) {
-                return -1;
-            }
-            break;
-        default:
-            return -1;
-        }
+    if (harness_getopt(argc, argv, table)) {
+        return -1;
     }
     return (o->total < 1 || o->batch < 1 || o->outstanding < 1 || o->rounds < 1) ? -1 : 0;
 }
 
-static int run(soak_ctx_t *ctx)
+static int run(void *arg)
 {
+    soak_ctx_t *ctx = arg;
     ofi_pvars_t before, after;
     unsigned long d[OFI_PVAR_COUNT], need[3], live, ops = 0, eagain, live_during;
     int present, not_ours = 0;
@@ -291,7 +287,7 @@ static int run(soak_ctx_t *ctx)
     }
     if (ctx->opt.keep) {
         double t = soak_outstanding(ctx, &ops);
-        MPI_Allreduce(MPI_IN_PLACE, &ops, 1, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
+        ops = harness_sum_ul(ops);
         if (0 == ctx->rank) {
             printf("outstanding  %d rounds x (%d puts, %d Rgets, %d Raccumulates) in flight per "
                    "rank before each flush/wait: %.2fs, %.0f ops/s\n",
@@ -308,25 +304,18 @@ static int run(soak_ctx_t *ctx)
          after.value[OFI_PVAR_GETS] - before.value[OFI_PVAR_GETS] < ctx->remote_gets)) {
         not_ours = 1;
     }
-    not_ours |= !present;
-    MPI_Allreduce(MPI_IN_PLACE, &not_ours, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    for (int i = 0; i < OFI_PVAR_COUNT; ++i) {
-        d[i] = after.value[i] - before.value[i];
-    }
-    MPI_Allreduce(MPI_IN_PLACE, d, OFI_PVAR_COUNT, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
+    not_ours = harness_max_int(not_ours | !present);
+    ofi_pvars_delta(&before, &after, d);
+    harness_sum_ul_n(d, OFI_PVAR_COUNT);
     need[0] = ctx->remote_puts;
     need[1] = ctx->remote_gets;
     need[2] = ctx->remote_atomics;
-    MPI_Allreduce(MPI_IN_PLACE, need, 3, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
-    live = after.value[OFI_PVAR_REGISTRATIONS_LIVE];
-    MPI_Allreduce(MPI_IN_PLACE, &live, 1, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
-    live_during = ctx->live_during;
-    MPI_Allreduce(MPI_IN_PLACE, &live_during, 1, MPI_UNSIGNED_LONG, MPI_MIN, MPI_COMM_WORLD);
+    harness_sum_ul_n(need, 3);
+    live = harness_sum_ul(after.value[OFI_PVAR_REGISTRATIONS_LIVE]);
+    live_during = harness_min_ul(ctx->live_during);
     not_ours |= 0 == live_during;
-    eagain = stress_pvar_value(&ctx->eagain);
-    MPI_Allreduce(MPI_IN_PLACE, &eagain, 1, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
-    wrong_total = ctx->wrong;
-    MPI_Allreduce(MPI_IN_PLACE, &wrong_total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    eagain = d[OFI_PVAR_POST_EAGAIN];
+    wrong_total = harness_sum_long(ctx->wrong);
     if (0 == ctx->rank) {
         printf("btl_ofi (all ranks): puts=%lu (>= %lu remote) gets=%lu (>= %lu remote) "
                "atomics=%lu (>= %lu remote) cq_entries=%lu cq_errors=%lu flushes=%lu "
@@ -351,23 +340,8 @@ static int run(soak_ctx_t *ctx)
 int main(int argc, char **argv)
 {
     soak_ctx_t ctx = {0};
-    int rc;
+    int rc = harness_init(&argc, &argv, HARNESS_MPI_INIT, NULL, &ctx.rank, &ctx.size, parse_args,
+                          &ctx.opt, usage, HARNESS_EXIT_USAGE);
 
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &ctx.rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &ctx.size);
-    if (parse_args(argc, argv, &ctx.opt)) {
-        if (0 == ctx.rank) {
-            usage();
-        }
-        MPI_Finalize();
-        return STRESS_EXIT_USAGE;
-    }
-    ofi_pvars_open();
-    stress_pvar_start(&ctx.eagain, "post_eagain");
-    rc = run(&ctx);
-    stress_pvar_stop(&ctx.eagain);
-    ofi_pvars_close();
-    MPI_Finalize();
-    return rc;
+    return rc ? rc : harness_run(run, &ctx);
 }

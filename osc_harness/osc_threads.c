@@ -18,7 +18,6 @@
  * MPI_THREAD_MULTIPLE.
  */
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <mpi.h>
 #include <pthread.h>
@@ -28,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness_core.h"
 #include "ofi_pvars.h"
 #include "stress_common.h"
 
@@ -220,7 +220,7 @@ static double run_shared(threads_ctx_t *ctx)
 
     MPI_Win_create(base, (MPI_Aint)(ctx->cells * sizeof(int64_t)), sizeof(int64_t), MPI_INFO_NULL,
                    MPI_COMM_WORLD, &win);
-    t0 = stress_now();
+    t0 = harness_now();
     MPI_Win_lock_all(0, win);
     for (int t = 0; t < ctx->nthreads; ++t) {
         args[t] = (thread_arg_t){.ctx = ctx, .tid = t, .own_epoch = false, .win = win};
@@ -228,7 +228,7 @@ static double run_shared(threads_ctx_t *ctx)
     spawn_and_join(ctx, args);
     MPI_Win_unlock_all(win);
     MPI_Barrier(MPI_COMM_WORLD);
-    t0 = stress_now() - t0;
+    t0 = harness_now() - t0;
     verify_window(ctx, base, -1);
     MPI_Win_free(&win);
     free(base);
@@ -248,10 +248,10 @@ static double run_separate(threads_ctx_t *ctx)
                        MPI_INFO_NULL, MPI_COMM_WORLD, &wins[t]);
         args[t] = (thread_arg_t){.ctx = ctx, .tid = t, .own_epoch = true, .win = wins[t]};
     }
-    t0 = stress_now();
+    t0 = harness_now();
     spawn_and_join(ctx, args);
     MPI_Barrier(MPI_COMM_WORLD);
-    t0 = stress_now() - t0;
+    t0 = harness_now() - t0;
     for (int t = 0; t < ctx->nthreads; ++t) {
         verify_window(ctx, base[t], t);
         MPI_Win_free(&wins[t]);
@@ -260,8 +260,9 @@ static double run_separate(threads_ctx_t *ctx)
     return t0;
 }
 
-static int run(threads_ctx_t *ctx)
+static int run(void *arg)
 {
+    threads_ctx_t *ctx = arg;
     ofi_pvars_t before, after;
     unsigned long d[OFI_PVAR_COUNT], need[4], live;
     int not_ours;
@@ -277,9 +278,7 @@ static int run(threads_ctx_t *ctx)
     need[1] = atomic_load(&ctx->remote_gets);
     need[2] = atomic_load(&ctx->remote_atomics);
     need[3] = atomic_load(&ctx->remote_cas);
-    for (int i = 0; i < OFI_PVAR_COUNT; ++i) {
-        d[i] = after.value[i] - before.value[i];
-    }
+    ofi_pvars_delta(&before, &after, d);
     /*
      * Each remote operation must show as btl-ofi traffic. A compare-and-swap is
      * a BTL atomic, except within one node on Open MPI 5, whose osc/rdma does it
@@ -289,13 +288,11 @@ static int run(threads_ctx_t *ctx)
     not_ours = !after.present || d[OFI_PVAR_PUTS] < need[0] || d[OFI_PVAR_GETS] < need[1] ||
                d[OFI_PVAR_ATOMICS] < need[2] ||
                (d[OFI_PVAR_ATOMICS] - need[2]) + (d[OFI_PVAR_GETS] - need[1]) < need[3];
-    MPI_Allreduce(MPI_IN_PLACE, &not_ours, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    MPI_Allreduce(MPI_IN_PLACE, d, OFI_PVAR_COUNT, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Allreduce(MPI_IN_PLACE, need, 4, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
-    live = after.value[OFI_PVAR_REGISTRATIONS_LIVE];
-    MPI_Allreduce(MPI_IN_PLACE, &live, 1, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
-    wrong_total = atomic_load(&ctx->wrong);
-    MPI_Allreduce(MPI_IN_PLACE, &wrong_total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    not_ours = harness_max_int(not_ours);
+    harness_sum_ul_n(d, OFI_PVAR_COUNT);
+    harness_sum_ul_n(need, 4);
+    live = harness_sum_ul(after.value[OFI_PVAR_REGISTRATIONS_LIVE]);
+    wrong_total = harness_sum_long(atomic_load(&ctx->wrong));
     if (0 == ctx->rank) {
         printf("osc_threads: %d ranks x %d threads x %d iterations (put+flush+get+flush, "
                "fetch_and_op, compare_and_swap, accumulate, flush)\n",
@@ -314,47 +311,46 @@ static int run(threads_ctx_t *ctx)
     return stress_verdict(0 == ctx->rank, wrong_total, live, not_ours);
 }
 
+static void usage(const void *opts)
+{
+    (void)opts;
+    fprintf(stderr,
+            "usage: osc_threads [-t threads (1-%d, default 3)] "
+            "[-i iterations per thread (default 2000)]\n",
+            MAX_THREADS);
+}
+
+static int parse_args(int argc, char **argv, void *arg)
+{
+    threads_ctx_t *ctx = arg;
+    const harness_opt_t table[] = {
+        HARNESS_ARG('t', HARNESS_OPT_INT, &ctx->nthreads),
+        HARNESS_ARG('i', HARNESS_OPT_INT, &ctx->iters),
+        {0},
+    };
+
+    if (harness_getopt(argc, argv, table)) {
+        return -1;
+    }
+    return (ctx->nthreads < 1 || ctx->nthreads > MAX_THREADS || ctx->iters < 1) ? -1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     threads_ctx_t ctx = {.nthreads = 3, .iters = 2000};
-    int provided, c, rc, bad_args = 0;
+    int provided, rc;
 
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &ctx.rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &ctx.size);
-    while (-1 != (c = getopt(argc, argv, "t:i:h"))) {
-        switch (c) {
-        case 't':
-            ctx.nthreads = atoi(optarg);
-            break;
-        case 'i':
-            ctx.iters = atoi(optarg);
-            break;
-        default:
-            bad_args = 1;
-            break;
-        }
-    }
-    if (bad_args || ctx.nthreads < 1 || ctx.nthreads > MAX_THREADS || ctx.iters < 1) {
-        if (0 == ctx.rank) {
-            fprintf(stderr,
-                    "usage: osc_threads [-t threads (1-%d, default 3)] "
-                    "[-i iterations per thread (default 2000)]\n",
-                    MAX_THREADS);
-        }
-        MPI_Finalize();
-        return STRESS_EXIT_USAGE;
+    rc = harness_init(&argc, &argv, MPI_THREAD_MULTIPLE, &provided, &ctx.rank, &ctx.size,
+                      parse_args, &ctx, usage, HARNESS_EXIT_USAGE);
+    if (rc) {
+        return rc;
     }
     if (provided < MPI_THREAD_MULTIPLE) {
         if (0 == ctx.rank) {
             printf("SKIP: MPI_THREAD_MULTIPLE not provided (got level %d)\n", provided);
         }
         MPI_Finalize();
-        return STRESS_EXIT_SKIP;
+        return HARNESS_EXIT_SKIP;
     }
-    ofi_pvars_open();
-    rc = run(&ctx);
-    ofi_pvars_close();
-    MPI_Finalize();
-    return rc;
+    return harness_run(run, &ctx);
 }

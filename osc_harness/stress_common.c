@@ -1,8 +1,6 @@
 /* Shared pieces of the reliability programs (see stress_common.h). */
 #include "stress_common.h"
 
-#include "ofi_pvars.h"
-
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -77,54 +75,6 @@ uint64_t stress_default_seed(void)
     return ((uint64_t)ts.tv_sec * 1000003u) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 20);
 }
 
-double stress_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-int stress_pvar_start(stress_pvar_t *pv, const char *suffix)
-{
-    int index, count;
-
-    pv->found = 0;
-    pv->session = MPI_T_PVAR_SESSION_NULL;
-    pv->handle = MPI_T_PVAR_HANDLE_NULL;
-    if (0 != ofi_mpit_init() || MPI_SUCCESS != MPI_T_pvar_session_create(&pv->session)) {
-        return -1;
-    }
-    index = ofi_pvar_index_of(suffix);
-    if (index >= 0 &&
-        MPI_SUCCESS == MPI_T_pvar_handle_alloc(pv->session, index, NULL, &pv->handle, &count)) {
-        pv->found = 1;
-    }
-    return pv->found ? 0 : -1;
-}
-
-unsigned long stress_pvar_value(stress_pvar_t *pv)
-{
-    unsigned long v = 0;
-
-    if (pv->found) {
-        MPI_T_pvar_read(pv->session, pv->handle, &v);
-    }
-    return v;
-}
-
-void stress_pvar_stop(stress_pvar_t *pv)
-{
-    if (pv->found) {
-        MPI_T_pvar_handle_free(pv->session, &pv->handle);
-    }
-    if (MPI_T_PVAR_SESSION_NULL != pv->session) {
-        MPI_T_pvar_session_free(&pv->session);
-        MPI_T_finalize();
-    }
-    pv->found = 0;
-}
-
 int stress_verdict(int print, long wrong_total, unsigned long live, int not_ours)
 {
     if (print) {
@@ -135,7 +85,7 @@ int stress_verdict(int print, long wrong_total, unsigned long live, int not_ours
                wrong_total, live);
     }
     if (wrong_total || live) {
-        return STRESS_EXIT_WRONG;
+        return HARNESS_EXIT_FAIL;
     }
-    return not_ours ? STRESS_EXIT_NOT_OURS : STRESS_EXIT_PASS;
+    return not_ours ? HARNESS_EXIT_NOT_OURS : HARNESS_EXIT_PASS;
 }

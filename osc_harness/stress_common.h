@@ -1,8 +1,7 @@
 /*
  * Shared pieces of the reliability programs (osc_stress, osc_soak, osc_threads):
- * exit codes, a seeded generator every rank can replay, timing, and reading any
- * btl_ofi MPI_T counter by name (ofi_pvars.h covers the common ones; the fault
- * injection counters are read here).
+ * a seeded generator every rank can replay, and the RESULT line. Exit codes and
+ * the clock: harness_core.h; btl-ofi's counters: ofi_pvars.h.
  */
 #ifndef OSC_HARNESS_STRESS_COMMON_H
 #define OSC_HARNESS_STRESS_COMMON_H
@@ -10,11 +9,7 @@
 #include <mpi.h>
 #include <stdint.h>
 
-#define STRESS_EXIT_PASS 0
-#define STRESS_EXIT_WRONG 1
-#define STRESS_EXIT_NOT_OURS 2
-#define STRESS_EXIT_USAGE 3
-#define STRESS_EXIT_SKIP 77
+#include "harness_core.h"
 
 /** xoshiro256** state; seeded through splitmix64 so any 64-bit seed is usable. */
 typedef struct stress_rng {
@@ -31,24 +26,6 @@ void stress_fill(void *buf, size_t len, uint64_t seed, uint64_t tag);
 
 /** A seed from the clock when the user gave none (printed, so it can be replayed). */
 uint64_t stress_default_seed(void);
-double stress_now(void);
-
-/** One btl_ofi MPI_T variable watched by name (its own session). */
-typedef struct stress_pvar {
-    MPI_T_pvar_session session;
-    MPI_T_pvar_handle handle;
-    int found;
-} stress_pvar_t;
-
-/**
- * Start watching the component's counter btl_<component>_SUFFIX (after
- * MPI_Init). A COUNTER-class variable reads as the count since this call (Open
- * MPI starts continuous handles at allocation).
- * @retval 0 found; -1 not registered (component not loaded): reads give 0.
- */
-int stress_pvar_start(stress_pvar_t *pv, const char *suffix);
-unsigned long stress_pvar_value(stress_pvar_t *pv);
-void stress_pvar_stop(stress_pvar_t *pv);
 
 /**
  * The RESULT line of osc_soak and osc_threads (printed when print is set) and

@@ -12,7 +12,8 @@
 #             threads, 200-job endurance
 #   --seed    base seed of osc_stress (default: random; always printed)
 #   --bin-dir where osc_stress, osc_soak, osc_threads, osc_demo are
-#             (default: $PREFIX/libexec/btl-ofi, PREFIX=/usr/local)
+#             (default: BTL_OFI_LIBEXECDIR of the env file, else
+#             $PREFIX/libexec/btl-ofi, PREFIX=/usr/local)
 # Every mpirun runs under flock /tmp/btl-ofi-mpi.lock and a timeout.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -37,8 +38,13 @@ while [ $# -gt 0 ]; do
     shift
 done
 [ ${#PROVIDERS[@]} -gt 0 ] || PROVIDERS=(shm sockets "tcp;ofi_rxm")
+ENV_FILE=${BTL_OFI_ENV_FILE:-$PREFIX/share/btl-ofi/btl-ofi-env.sh}
+# shellcheck disable=SC1090
+. "$ENV_FILE"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 if [ -z "$BIN_DIR" ]; then
-    BIN_DIR=$PREFIX/libexec/btl-ofi
+    # the programs installed with the component the env file names
+    BIN_DIR=${BTL_OFI_LIBEXECDIR:-$PREFIX/libexec/btl-ofi}
     [ -x "$BIN_DIR/osc_stress" ] || BIN_DIR=$REPO
 fi
 for prog in osc_stress osc_soak osc_threads osc_demo; do
@@ -50,11 +56,6 @@ done
 [ -n "$SEED" ] || SEED=$(( (RANDOM << 30) ^ (RANDOM << 15) ^ RANDOM ))
 LOG_DIR=${LOG_DIR:-$(mktemp -d /tmp/check-stress.XXXXXX)}
 mkdir -p "$LOG_DIR"
-
-ENV_FILE=${BTL_OFI_ENV_FILE:-$PREFIX/share/btl-ofi/btl-ofi-env.sh}
-# shellcheck disable=SC1090
-. "$ENV_FILE"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 ROWS=()
 FAILED=0

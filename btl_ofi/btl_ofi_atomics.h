@@ -1,0 +1,55 @@
+/*
+ * btl-ofi atomics (btl_ofi_atomics.c): the capability probe and the three BTL
+ * atomic entry points.
+ */
+
+#ifndef MCA_BTL_OFI_ATOMICS_H
+#define MCA_BTL_OFI_ATOMICS_H
+
+#include "btl_ofi_module.h"
+
+BEGIN_C_DECLS
+
+/** Learn from fi_*atomicvalid what the provider does natively; set btl_atomic_flags. */
+int mca_btl_ofi_atomics_probe(mca_btl_ofi_module_t *module);
+
+/**
+ * Non-fetching atomic: (*remote_address) = (*remote_address) op operand.
+ * Native when fi_atomicvalid says so, else a compare-and-swap loop.
+ *
+ * @param op    (IN) MCA_BTL_ATOMIC_*
+ * @param flags (IN) MCA_BTL_ATOMIC_FLAG_32BIT / _FLOAT select the datatype
+ * @retval as mca_btl_ofi_put; OPAL_ERR_NOT_SUPPORTED when neither the op nor a
+ *         compare-and-swap of that width exists
+ */
+int mca_btl_ofi_aop(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
+                    uint64_t remote_address,
+                    struct mca_btl_base_registration_handle_t *remote_handle,
+                    mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
+                    mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+/**
+ * Fetching atomic: as mca_btl_ofi_aop, and the previous value is stored in
+ * local_address (4 or 8 bytes) before cbfunc runs.
+ */
+int mca_btl_ofi_afop(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
+                     void *local_address, uint64_t remote_address,
+                     struct mca_btl_base_registration_handle_t *local_handle,
+                     struct mca_btl_base_registration_handle_t *remote_handle,
+                     mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
+                     mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+/**
+ * Compare-and-swap: stores value if *remote_address == compare; the previous
+ * value goes to local_address. 64-bit, or 32-bit with MCA_BTL_ATOMIC_FLAG_32BIT.
+ *
+ * @retval as mca_btl_ofi_put; OPAL_ERR_NOT_SUPPORTED without a provider CAS of that width
+ */
+int mca_btl_ofi_acswap(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
+                       void *local_address, uint64_t remote_address,
+                       struct mca_btl_base_registration_handle_t *local_handle,
+                       struct mca_btl_base_registration_handle_t *remote_handle, uint64_t compare,
+                       uint64_t value, int flags, int order,
+                       mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+
+END_C_DECLS
+
+#endif /* MCA_BTL_OFI_ATOMICS_H */

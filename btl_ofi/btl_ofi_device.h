@@ -1,0 +1,27 @@
+/*
+ * btl-ofi device: the module's libfabric objects, opened and closed in order
+ * (btl_ofi_device.c).
+ */
+
+#ifndef MCA_BTL_OFI_DEVICE_H
+#define MCA_BTL_OFI_DEVICE_H
+
+#include "btl_ofi_module.h"
+
+BEGIN_C_DECLS
+
+/**
+ * Open fabric, domain, address vector, completion queue and endpoint.
+ *
+ * @param module (IN/OUT) module whose fids are filled on success
+ * @param info   (IN)     selected provider; ownership passes to the module
+ * @retval OPAL_SUCCESS, or an OPAL error after mca_btl_ofi_decline
+ */
+int mca_btl_ofi_device_open(mca_btl_ofi_module_t *module, struct fi_info *info);
+
+/** Close every fid in reverse order of opening. Safe on a partly opened module. */
+void mca_btl_ofi_device_close(mca_btl_ofi_module_t *module);
+
+END_C_DECLS
+
+#endif /* MCA_BTL_OFI_DEVICE_H */

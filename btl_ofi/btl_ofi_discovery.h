@@ -1,0 +1,38 @@
+/*
+ * btl-ofi discovery (btl_ofi_discovery.c): which libfabric provider to use,
+ * and on what terms.
+ */
+
+#ifndef MCA_BTL_OFI_DISCOVERY_H
+#define MCA_BTL_OFI_DISCOVERY_H
+
+#include "btl_ofi.h"
+
+BEGIN_C_DECLS
+
+/**
+ * Choose a libfabric provider according to the MCA parameters.
+ *
+ * @param enable_mpi_threads (IN) whether MPI_THREAD_MULTIPLE was requested
+ * @retval a duplicated fi_info the caller frees with fi_freeinfo, or NULL
+ *         after recording why nothing qualifies (mca_btl_ofi_decline)
+ */
+struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads);
+
+/**
+ * Parse btl_ofi_mr_mode: "none", a comma list of virt_addr/prov_key/allocated,
+ * or a number made of those bits.
+ *
+ * @retval OPAL_SUCCESS with *mask set, or OPAL_ERR_BAD_PARAM (mask untouched)
+ */
+int mca_btl_ofi_mr_mode_parse(const char *text, uint64_t *mask);
+
+/** "delivery", "read_proof" or "local ...": how flush proves completion with this info. */
+const char *mca_btl_ofi_completion_name(const struct fi_info *info);
+
+/** Human-readable list of MR mode bits, e.g. "virt_addr|prov_key" (static buffer). */
+const char *mca_btl_ofi_mr_mode_str(uint64_t mr_mode, char *buf, size_t len);
+
+END_C_DECLS
+
+#endif /* MCA_BTL_OFI_DISCOVERY_H */

@@ -1,0 +1,110 @@
+/*
+ * btl-ofi module: the one module of this component, its libfabric objects
+ * and negotiated behaviour, the module template and finalize
+ * (btl_ofi_module.c).
+ */
+
+#ifndef MCA_BTL_OFI_MODULE_H
+#define MCA_BTL_OFI_MODULE_H
+
+#include "btl_ofi.h"
+
+#include "opal/class/opal_free_list.h"
+#include "opal/class/opal_hash_table.h"
+#include "opal/class/opal_list.h"
+
+#include "btl_ofi_pvar.h"
+
+BEGIN_C_DECLS
+
+/** Datatype index of an atomic: bit 0 = 32-bit, bit 1 = floating point. */
+#define MCA_BTL_OFI_ATOMIC_DT_COUNT 4
+
+/** What the provider does natively for one (op, datatype) pair. */
+enum {
+    MCA_BTL_OFI_NATIVE_OP = 0x1,  /**< fi_atomicvalid */
+    MCA_BTL_OFI_NATIVE_FOP = 0x2, /**< fi_fetch_atomicvalid */
+};
+
+/** Atomic capabilities learned from fi_*atomicvalid at init. */
+typedef struct mca_btl_ofi_atomic_caps_t {
+    uint8_t native[MCA_BTL_ATOMIC_LAST][MCA_BTL_OFI_ATOMIC_DT_COUNT];
+    bool cswap[MCA_BTL_OFI_ATOMIC_DT_COUNT];
+} mca_btl_ofi_atomic_caps_t;
+
+/** The one module of this component. */
+struct mca_btl_ofi_module_t {
+    mca_btl_base_module_t super;
+
+    struct fi_info *info;
+    struct fid_fabric *fabric;
+    struct fid_domain *domain;
+    struct fid_av *av;
+    struct fid_cq *cq;
+    struct fid_ep *ep;
+
+    /* Negotiated behaviour. */
+    bool virt_addr;         /**< FI_MR_VIRT_ADDR: remote addresses are virtual */
+    bool prov_key;          /**< FI_MR_PROV_KEY: the provider picks keys */
+    bool mr_local;          /**< FI_MR_LOCAL: every local buffer needs a descriptor */
+    bool mr_endpoint;       /**< FI_MR_ENDPOINT: each MR is bound to the endpoint, enabled */
+    bool local_only;        /**< the provider reaches only this node */
+    bool delivery_complete; /**< completions imply remote visibility */
+    bool prove_remote;      /**< flush must prove remote completion (not delivery_complete) */
+    uint64_t key_mask;      /**< keys this BTL picks fit in mr_key_size bytes */
+    atomic_uint_fast64_t next_key;
+
+    /** operations posted and not yet completed */
+    atomic_int_fast64_t outstanding;
+    opal_free_list_t ops;
+
+    /* Proof-of-remote-completion target: 8 bytes every peer may read. */
+    uint64_t proof_word;
+    struct mca_btl_ofi_reg_t *proof_reg;
+
+    opal_mutex_t endpoint_lock;
+    opal_hash_table_t endpoints; /**< process name -> endpoint */
+
+    opal_mutex_t reg_lock;
+    opal_list_t live_regs;
+    /** FI_MR_LOCAL: registered slabs of operation words (mca_btl_ofi_words_slab_t) */
+    opal_list_t word_slabs;
+
+    /** operations whose next post met -FI_EAGAIN inside progress (op->repost) */
+    opal_mutex_t deferred_lock;
+    opal_list_t deferred;
+
+    mca_btl_ofi_atomic_caps_t atomics;
+    bool initialized;
+};
+
+/** Capabilities and function table every module starts from (btl_component is set at init). */
+extern mca_btl_ofi_module_t mca_btl_ofi_module_template;
+
+/**
+ * Drain, deregister, close every fid and free the module.
+ * Safe on a module whose device_open failed part-way.
+ */
+int mca_btl_ofi_finalize(struct mca_btl_base_module_t *btl);
+
+/** Drop any btl_ofi_flags bit the user set that this BTL cannot honour. */
+void mca_btl_ofi_module_limit_flags(mca_btl_ofi_module_t *module);
+
+/**
+ * Argument check shared by every data-transfer entry point. osc/rdma 4.1 calls
+ * compare-and-swap on node-local Win_allocate windows with no registration
+ * handle (open-mpi/ompi#7967); refusing it sends osc/rdma down its local path.
+ */
+static inline bool mca_btl_ofi_args_ok(const struct mca_btl_base_endpoint_t *endpoint,
+                                       const struct mca_btl_base_registration_handle_t *remote)
+{
+    if (OPAL_LIKELY(NULL != endpoint && NULL != remote)) {
+        return true;
+    }
+    mca_btl_ofi_count(MCA_BTL_OFI_CNT_REFUSED, 1);
+    return false;
+}
+
+END_C_DECLS
+
+#endif /* MCA_BTL_OFI_MODULE_H */

@@ -1,0 +1,170 @@
+/*
+ * btl-ofi operations (btl_ofi_ops.c): operation contexts, the outstanding
+ * count, the posting contract, deferred reposts and progress.
+ *
+ * An operation knows what to do when its completion arrives: whoever posts it
+ * sets op->complete (mca_btl_ofi_op_finish for most), and whoever defers it
+ * names how to post it again. So this layer runs handlers without knowing
+ * what kinds of operations exist; rdma and atomics sit above it.
+ */
+
+#ifndef MCA_BTL_OFI_OPS_H
+#define MCA_BTL_OFI_OPS_H
+
+#include "btl_ofi_module.h"
+
+#include "opal/class/opal_free_list.h"
+
+#include "btl_ofi_mr.h"
+#include "btl_ofi_params.h"
+#include "btl_ofi_pvar.h"
+
+BEGIN_C_DECLS
+
+/** Run when an operation's completion, or its error, arrives (status). */
+typedef void (*mca_btl_ofi_op_complete_fn_t)(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
+                                             int status);
+/** Post an operation again after it met -FI_EAGAIN inside progress. */
+typedef void (*mca_btl_ofi_op_repost_fn_t)(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op);
+
+/** Emulation state of an atomic the provider lacks (compare-and-swap loop, btl_ofi_atomics.c). */
+typedef struct mca_btl_ofi_emulation_t {
+    mca_btl_base_atomic_op_t op;
+    int dt;               /**< datatype index */
+    bool fetching;        /**< the caller wants the old value */
+    uint64_t operand;     /**< the caller's operand */
+    uint64_t target_addr; /**< already translated remote address */
+    uint64_t key;
+} mca_btl_ofi_emulation_t;
+
+/** One outstanding libfabric operation. Its fi_context2 is the libfabric context. */
+struct mca_btl_ofi_op_t {
+    opal_free_list_item_t super;
+    struct fi_context2 fi_ctx;
+    mca_btl_ofi_op_complete_fn_t complete; /**< set when posted */
+    mca_btl_ofi_op_repost_fn_t repost;     /**< set when deferred */
+    struct mca_btl_base_endpoint_t *endpoint;
+    void *local_address;
+    struct mca_btl_base_registration_handle_t *local_handle;
+    mca_btl_base_rdma_completion_fn_t cbfunc;
+    void *cbcontext;
+    void *cbdata;
+    /* Buffers the provider reads or writes until the operation completes; under
+     * FI_MR_LOCAL they live in a registered slab (words_desc), else in inline_words. */
+    mca_btl_ofi_words_t *words;
+    void *words_desc;
+    mca_btl_ofi_words_t inline_words;
+    /** FI_MR_LOCAL and a caller without a local handle: registered for this op only */
+    struct mca_btl_ofi_reg_t *transient;
+    mca_btl_ofi_emulation_t emu;
+    struct mca_btl_ofi_op_t *parent; /**< a put's proof read: the put it proves */
+    /** a put waiting for its proof: completions still to come (its own and its proof's) */
+    atomic_int pending;
+    int status; /**< a put waiting for its proof: first error of the two, else OPAL_SUCCESS */
+};
+OBJ_CLASS_DECLARATION(mca_btl_ofi_op_t);
+
+/* Slow paths of the debug fault injection. */
+bool mca_btl_ofi_inject_eagain_slow(void);
+uint64_t mca_btl_ofi_inject_key_slow(uint64_t key);
+
+/**
+ * Debug fault injection (off by default): whether this put/get/atomic is
+ * refused as if the provider returned -FI_EAGAIN. Inline so that the
+ * disabled case costs one load and a branch.
+ */
+static inline bool mca_btl_ofi_inject_eagain(void)
+{
+    return OPAL_UNLIKELY(0 != mca_btl_ofi_params.inject_eagain_permille) &&
+           mca_btl_ofi_inject_eagain_slow();
+}
+
+/** Debug fault injection: the key to post with (corrupted every Nth put/get). */
+static inline uint64_t mca_btl_ofi_inject_key(uint64_t key)
+{
+    if (OPAL_LIKELY(0 == mca_btl_ofi_params.inject_cq_error_every)) {
+        return key;
+    }
+    return mca_btl_ofi_inject_key_slow(key);
+}
+
+/**
+ * Take an operation context and count it as outstanding.
+ *
+ * @param complete (IN) what progress runs when its completion arrives
+ * @retval the context, or NULL when the free list is exhausted
+ */
+mca_btl_ofi_op_t *mca_btl_ofi_op_alloc(mca_btl_ofi_module_t *module,
+                                       mca_btl_ofi_op_complete_fn_t complete,
+                                       struct mca_btl_base_endpoint_t *endpoint,
+                                       void *local_address,
+                                       struct mca_btl_base_registration_handle_t *local_handle,
+                                       mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                                       void *cbdata);
+
+/** Return an operation context that will not complete and uncount it. */
+void mca_btl_ofi_op_release(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op);
+
+/** The plain completion handler: run the caller's callback, release the operation. */
+void mca_btl_ofi_op_finish(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op, int status);
+
+/** Complete an operation: run the handler it was posted with. */
+static inline void mca_btl_ofi_op_complete(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
+                                           int status)
+{
+    op->complete(module, op, status);
+}
+
+/**
+ * Turn a libfabric posting result into the BTL return contract, releasing
+ * the operation when it was not posted.
+ *
+ * @retval OPAL_SUCCESS (queued), OPAL_ERR_OUT_OF_RESOURCE (-FI_EAGAIN: try again),
+ *         OPAL_ERROR (the provider refused the operation)
+ */
+int mca_btl_ofi_post_result(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op, ssize_t rc,
+                            const char *what);
+
+/** Read up to one batch of CQ entries and run their completion handlers. */
+int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module);
+
+/**
+ * Park an operation whose next post met -FI_EAGAIN inside progress; the next
+ * progress call runs repost(module, op).
+ */
+void mca_btl_ofi_defer(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
+                       mca_btl_ofi_op_repost_fn_t repost);
+
+/** Free-list item initializer of operations: where their words live (ctx: the module). */
+int mca_btl_ofi_op_words_init(opal_free_list_item_t *item, void *ctx);
+
+/** Slow path of mca_btl_ofi_op_desc: register op's buffer for this operation. */
+bool mca_btl_ofi_op_transient_desc(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
+                                   void *address, size_t size, void **desc);
+
+/**
+ * The descriptor for an operation's local buffer [address, address + size):
+ * the one of op->local_handle; without a handle NULL, or under FI_MR_LOCAL a
+ * registration made for this operation (op->transient, closed when the
+ * operation is released).
+ *
+ * @retval true with *desc set; false if registering failed, and then op has
+ *         been released
+ */
+static inline bool mca_btl_ofi_op_desc(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
+                                       void *address, size_t size, void **desc)
+{
+    if (OPAL_LIKELY(NULL != op->local_handle)) {
+        *desc = container_of(op->local_handle, mca_btl_ofi_reg_t, handle)->desc;
+        return true;
+    }
+    *desc = NULL;
+    if (OPAL_LIKELY(!module->mr_local || 0 == size)) {
+        return true;
+    }
+    return mca_btl_ofi_op_transient_desc(module, op, address, size, desc);
+}
+
+END_C_DECLS
+
+#endif /* MCA_BTL_OFI_OPS_H */

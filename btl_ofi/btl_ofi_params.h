@@ -1,0 +1,74 @@
+/*
+ * btl-ofi MCA parameters: their storage, registration and checking
+ * (btl_ofi_params.c). Every file that reads a parameter includes this one;
+ * the component itself is not needed for that.
+ */
+
+#ifndef MCA_BTL_OFI_PARAMS_H
+#define MCA_BTL_OFI_PARAMS_H
+
+#include "btl_ofi.h"
+
+#include "opal/mca/base/mca_base_var_enum.h"
+
+BEGIN_C_DECLS
+
+/* Upper bound of CQ entries read by one progress call. */
+#define MCA_BTL_OFI_MAX_CQ_BATCH 256
+
+/* MR mode bits the component knows how to serve (FI_MR_RAW is not among them). */
+#define MCA_BTL_OFI_MR_SERVED                                                                      \
+    (FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED | FI_MR_LOCAL | FI_MR_ENDPOINT)
+/* Served bits that cost something: taken only from a provider that cannot do without them. */
+#define MCA_BTL_OFI_MR_ON_DEMAND (FI_MR_LOCAL | FI_MR_ENDPOINT)
+
+/** How flush proves that operations completed at the target. */
+enum mca_btl_ofi_completion_t {
+    /** delivery-complete if the provider grants it, otherwise read-after-write proof */
+    MCA_BTL_OFI_COMPLETION_AUTO = 0,
+    /** every completion is a delivery completion (FI_DELIVERY_COMPLETE) */
+    MCA_BTL_OFI_COMPLETION_DELIVERY = 1,
+    /** flush issues a read ordered after the writes and waits for it */
+    MCA_BTL_OFI_COMPLETION_READ_PROOF = 2,
+    /** debug, unsafe: flush waits for local completions only (the negative control of
+     *  the visibility tests) */
+    MCA_BTL_OFI_COMPLETION_LOCAL = 3,
+};
+
+/** The MCA parameters, as registered and as parsed at init. */
+typedef struct mca_btl_ofi_params_t {
+    char *provider_include;
+    char *provider_exclude;
+    char *mr_mode_text;
+    uint64_t mr_mode_allowed; /**< parsed from mr_mode_text at init */
+    char *completion_text;
+    int completion; /**< parsed from completion_text at init */
+    int progress_batch;
+    int op_free_list_max;
+    bool force_atomic_emulation;
+    int inject_eagain_permille; /**< debug: posts refused as -FI_EAGAIN, per 1000 */
+    int inject_cq_error_every;  /**< debug: every Nth put/get uses a corrupted key */
+} mca_btl_ofi_params_t;
+
+extern mca_btl_ofi_params_t mca_btl_ofi_params;
+/** Names of btl_ofi_completion values, terminated by {0, NULL}. */
+extern const mca_base_var_enum_value_t mca_btl_ofi_completion_values[];
+
+/**
+ * Register the component's own parameters (not those of the module template).
+ *
+ * @param component (IN) the component they belong to
+ */
+void mca_btl_ofi_params_register(const mca_base_component_t *component);
+
+/**
+ * Parse btl_ofi_completion and the integer parameters (btl_ofi_mr_mode is
+ * discovery's). A value out of range declines the component with a message.
+ *
+ * @retval true when every value is usable
+ */
+bool mca_btl_ofi_params_valid(void);
+
+END_C_DECLS
+
+#endif /* MCA_BTL_OFI_PARAMS_H */

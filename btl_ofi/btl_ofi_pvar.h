@@ -1,0 +1,65 @@
+/*
+ * btl-ofi counters, exposed as MPI_T performance variables (btl_ofi_pvar.c):
+ * the proof that traffic went through this component.
+ */
+
+#ifndef MCA_BTL_OFI_PVAR_H
+#define MCA_BTL_OFI_PVAR_H
+
+#include "btl_ofi.h"
+
+BEGIN_C_DECLS
+
+/** Counters exposed as MPI_T performance variables. */
+enum mca_btl_ofi_counter_id_t {
+    MCA_BTL_OFI_CNT_PUTS,
+    MCA_BTL_OFI_CNT_GETS,
+    MCA_BTL_OFI_CNT_PUT_BYTES,
+    MCA_BTL_OFI_CNT_GET_BYTES,
+    MCA_BTL_OFI_CNT_ATOMICS,
+    MCA_BTL_OFI_CNT_ATOMICS_EMULATED,
+    MCA_BTL_OFI_CNT_CQ_ENTRIES,
+    MCA_BTL_OFI_CNT_CQ_ERRORS,
+    MCA_BTL_OFI_CNT_FLUSHES,
+    MCA_BTL_OFI_CNT_PROOF_READS,
+    MCA_BTL_OFI_CNT_REGISTRATIONS,
+    MCA_BTL_OFI_CNT_REGISTRATIONS_LIVE,
+    MCA_BTL_OFI_CNT_POST_EAGAIN,
+    MCA_BTL_OFI_CNT_REFUSED,
+    MCA_BTL_OFI_CNT_INJECTED,
+    MCA_BTL_OFI_CNT_TRANSIENT_REGS,
+    MCA_BTL_OFI_CNT_MR_MODE,  /**< the negotiated FI_MR_* bits (set once, at init) */
+    MCA_BTL_OFI_CNT_KEY_SIZE, /**< the negotiated mr_key_size in bytes (set once, at init) */
+    MCA_BTL_OFI_CNT_MAX,
+};
+
+/** The counters' values, process-wide. */
+extern atomic_uint_fast64_t mca_btl_ofi_counters[MCA_BTL_OFI_CNT_MAX];
+
+static inline void mca_btl_ofi_count(enum mca_btl_ofi_counter_id_t id, uint64_t n)
+{
+    atomic_fetch_add_explicit(&mca_btl_ofi_counters[id], n, memory_order_relaxed);
+}
+
+static inline void mca_btl_ofi_uncount(enum mca_btl_ofi_counter_id_t id, uint64_t n)
+{
+    atomic_fetch_sub_explicit(&mca_btl_ofi_counters[id], n, memory_order_relaxed);
+}
+
+/** Set a level counter (a value learned once, e.g. the negotiated MR mode). */
+static inline void mca_btl_ofi_counter_set(enum mca_btl_ofi_counter_id_t id, uint64_t value)
+{
+    atomic_store(&mca_btl_ofi_counters[id], value);
+}
+
+/**
+ * Register the counters as MPI_T performance variables.
+ *
+ * @param component (IN) the component they belong to
+ * @retval OPAL_SUCCESS, or the first registration error
+ */
+int mca_btl_ofi_pvar_register(const mca_base_component_t *component);
+
+END_C_DECLS
+
+#endif /* MCA_BTL_OFI_PVAR_H */
