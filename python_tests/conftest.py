@@ -33,7 +33,9 @@ def pytest_addoption(parser):
 
 
 def selected_providers(config):
-    """(providers to test, providers discovered but not tested)."""
+    """(providers to test, providers asked for that btl-ofi declines by design
+    (matrix.DECLINED: each gets one test of its message, no matrix rows),
+    providers discovered but not asked for)."""
     discovered = [p.name for p in fabric.rdm_rma_atomic_providers()]
     wanted = config.getoption("--provider")
     if wanted == "all":
@@ -42,7 +44,9 @@ def selected_providers(config):
         chosen = [p for p in wanted.split(",") if p]
     else:
         chosen = [p for p in matrix.NAMED_PROVIDERS if p in discovered]
-    return chosen, [p for p in discovered if p not in chosen]
+    declined = [p for p in chosen if matrix.declined_reason(p)]
+    return ([p for p in chosen if p not in declined], declined,
+            [p for p in discovered if p not in chosen])
 
 
 def pytest_configure(config):
@@ -63,7 +67,7 @@ def pytest_generate_tests(metafunc):
     names = metafunc.fixturenames
     if "group" not in names:
         return
-    providers, _ = providers_of(metafunc.config)
+    providers = providers_of(metafunc.config)[0]
     groups = matrix.groups(providers, full=True)
     if "check" in names:
         params = []
@@ -187,9 +191,12 @@ def mpi_env_file():
 
 
 def pytest_report_header(config):
-    providers, others = providers_of(config)
+    providers, declined, others = providers_of(config)
     lines = [f"btl-ofi env file: {launcher.env_file_path()}",
              f"providers under test: {', '.join(providers) or '(none)'}"]
+    if declined:
+        lines.append(f"declined by btl-ofi by design (one test of the message each, no matrix "
+                     f"rows): {', '.join(declined)}")
     if others:
         lines.append(f"also discovered (run with --provider all or by name): {', '.join(others)}")
     return lines

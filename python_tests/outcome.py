@@ -198,7 +198,7 @@ def judge_group(launch, group, expected_ids):
     where = describe_group(group)
     declined = declined_by_design(launch, group)
     if declined:
-        return Verdict("skip", f"btl-ofi does not serve {group.provider}: {declined}")
+        return declined_verdict(group, declined)
     failed = launch_failure(launch, where)
     if failed:
         return failed
@@ -236,6 +236,18 @@ def declined_by_design(launch, group):
     return None
 
 
+def declined_verdict(group, reason):
+    """A matrix row whose provider btl-ofi will not serve. Providers it declines
+    by design are kept out of the matrix (matrix.DECLINED), so one here is a
+    failure; a provider the project does not name that it refuses with a reason
+    (conftest's preflight, --provider all) is a skip."""
+    if reason.startswith("refused: "):
+        return Verdict("skip", f"btl-ofi does not serve {group.provider}: {reason}")
+    return Verdict("fail", f"btl-ofi declines {group.provider}, a provider of the matrix: "
+                           f"{reason} (a provider declined by design belongs in "
+                           f"matrix.DECLINED)")
+
+
 def optional_refusal(launch, group):
     """For variants a provider may refuse: the component's reason, if it refused."""
     if group.variant not in matrix.OPTIONAL_VARIANTS:
@@ -251,7 +263,7 @@ def judge_check(launch, group, spec):
     where = f"{describe_group(group)} :: {describe_check(spec)}"
     declined = declined_by_design(launch, group)
     if declined:
-        return Verdict("skip", f"btl-ofi does not serve {group.provider}: {declined}")
+        return declined_verdict(group, declined)
     refusal = optional_refusal(launch, group)
     if refusal:
         return Verdict("skip", f"{group.provider} refuses {group.variant}: {refusal}")

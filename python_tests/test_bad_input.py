@@ -127,13 +127,6 @@ Open MPI continues without it.
   Reason:     {reason}
   Processes:  {processes}'''
 
-# btl-ofi's reasons for the providers it declines by design (its quirk table)
-BROKEN_REASONS = {
-    "udp;ofi_rxd": "its atomics crash inside libfabric (segmentation fault when an atomic is "
-                   "the first operation to a peer or follows a multi-packet write; reproduced "
-                   "without MPI by tools/rxd_atomic_repro.c)",
-}
-
 # Every input tried, by parameter (the documented list):
 #   provider_include: nosuchprov, ",shm", "shm,,tcp", "sh m"; with an exclude list too
 #   provider_exclude: "shm,,tcp", every provider fi_getinfo offers
@@ -256,14 +249,15 @@ def test_exclude_every_provider(nranks, tmp_path, mpi_env_file, component):
                    ours={"provider_exclude": everything})
 
 
-@pytest.mark.parametrize("nranks", RANKS)
-def test_provider_without_64bit_cas(nranks, tmp_path, mpi_env_file, component):
+def test_provider_without_64bit_cas(tmp_path, mpi_env_file, component):
     """'net' lists RMA and atomics but no 64-bit compare-and-swap: refused with a reason."""
     names = [p.name for p in fabric.rdm_rma_atomic_providers()]
     if "net" not in names:
         pytest.skip(f"provider 'net' not present here (present: {names})")
-    _run_and_judge(tmp_path, nranks, ATOMICS_MISSING.replace("{provider}", "net"),
-                   "provider net", component, provider="net")
+    for nranks in RANKS:
+        _run_and_judge(tmp_path / f"np{nranks}", nranks,
+                       ATOMICS_MISSING.replace("{provider}", "net"), "provider net", component,
+                       provider="net")
 
 
 # What ofi_strictmr demands to stand for a provider with raw keys (FI_MR_RAW,
@@ -296,18 +290,24 @@ def test_provider_needing_declined_mr_mode(nranks, tmp_path, mpi_env_file, compo
                        provider=provider)
 
 
-@pytest.mark.parametrize("nranks", RANKS)
-def test_declined_provider_is_explained(nranks, tmp_path, tested_providers, launches, component):
-    """A provider btl-ofi declines by design (known broken) is named with the
-    reason, and the job still does its one-sided work without btl-ofi."""
-    declined = [p for p in tested_providers
-                if launches.provider_status(p)[1].startswith("declined by design")]
-    if not declined:
-        pytest.skip(f"btl-ofi declines none of {tested_providers}")
-    versions = {p.name: p.version for p in fabric.rdm_rma_atomic_providers()}
-    for provider in declined:
-        expected = (BROKEN.replace("{provider}", provider)
-                    .replace("{version}", versions[provider])
-                    .replace("{reason}", BROKEN_REASONS[provider]))
-        _run_and_judge(tmp_path / provider.replace(";", "+"), nranks, expected,
-                       f"declined provider {provider}", component, provider=provider)
+def pytest_generate_tests(metafunc):
+    """One case per provider asked for that btl-ofi declines by design (conftest)."""
+    if "declined_provider" in metafunc.fixturenames:
+        from conftest import providers_of
+
+        metafunc.parametrize("declined_provider", providers_of(metafunc.config)[1])
+
+
+def test_declined_provider_is_explained(declined_provider, tmp_path, mpi_env_file, component):
+    """A provider btl-ofi declines by design (known broken, matrix.DECLINED) is
+    named with the reason, word for word, from 2 and from 3 ranks, and the job
+    still does its one-sided work without btl-ofi. This is the provider's one
+    test: the conformance matrix leaves it out."""
+    version = next(p.version for p in fabric.rdm_rma_atomic_providers()
+                   if p.name == declined_provider)
+    expected = (BROKEN.replace("{provider}", declined_provider).replace("{version}", version)
+                .replace("{reason}", matrix.declined_reason(declined_provider)))
+    for nranks in RANKS:
+        _run_and_judge(tmp_path / f"np{nranks}", nranks, expected,
+                       f"declined provider {declined_provider}", component,
+                       provider=declined_provider)
