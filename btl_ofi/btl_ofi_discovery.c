@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "opal/util/argv.h"
 
@@ -130,12 +131,17 @@ static bool mca_btl_ofi_split(const char *value, bool (*item_ok)(const char *), 
     return true;
 }
 
-/* A provider list (parameter provider_<which>); a malformed one declines and returns false. */
-static bool mca_btl_ofi_parse_list(const char *which, const char *value, char ***out)
+/*
+ * A provider list (parameter provider_<which>) from its skip'th character; a
+ * malformed one declines and returns false.
+ */
+static bool mca_btl_ofi_parse_list(const char *which, const char *value, size_t skip,
+                                   char ***out)
 {
-    char param[64], *bad;
+    char param[64], *bad = NULL;
 
-    if (mca_btl_ofi_split(value, mca_btl_ofi_name_ok, out, &bad)) {
+    if ((0 == skip || '\0' != value[skip]) &&
+        mca_btl_ofi_split(value + skip, mca_btl_ofi_name_ok, out, &bad)) {
         return true;
     }
     mca_btl_ofi_decline("malformed-list", mca_btl_ofi_param_name(which, param, sizeof(param)),
@@ -203,10 +209,66 @@ static bool mca_btl_ofi_in_list(char **list, const char *name)
     return false;
 }
 
+/*
+ * Does a name the user gave stand for this fi_info provider name? As
+ * FI_PROVIDER names providers (fabric(7), fi_fabric(3)), whatever the case:
+ * a full fi_info name ("tcp;ofi_rxm") stands for that stack only; a single
+ * name to include is a core provider and stands for every stack over it
+ * ("tcp": "tcp;ofi_rxm"); a single name to exclude stands for every stack it
+ * is part of ("ofi_rxm": "tcp;ofi_rxm" and "net;ofi_rxm").
+ */
+static bool mca_btl_ofi_names(const char *name, const char *prov_name, bool any_part)
+{
+    size_t len = strlen(name);
+
+    if (NULL != strchr(name, ';')) {
+        return 0 == strcasecmp(name, prov_name);
+    }
+    for (const char *part = prov_name;;) {
+        const char *end = strchr(part, ';');
+        size_t part_len = end ? (size_t)(end - part) : strlen(part);
+
+        if (part_len == len && 0 == strncasecmp(part, name, len)) {
+            return true;
+        }
+        if (!any_part || NULL == end) {
+            return false;
+        }
+        part = end + 1;
+    }
+}
+
+/* Does any name of list stand for prov_name (see mca_btl_ofi_names)? */
+static bool mca_btl_ofi_list_names(char **list, const char *prov_name, bool any_part)
+{
+    for (int i = 0; list && list[i]; ++i) {
+        if (mca_btl_ofi_names(list[i], prov_name, any_part)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 typedef struct mca_btl_ofi_filter_t {
     char **include;
     char **exclude;
 } mca_btl_ofi_filter_t;
+
+/*
+ * The include or exclude list. As in FI_PROVIDER, an include list that begins
+ * with '^' names the providers to leave out instead ("^udp,net").
+ */
+static bool mca_btl_ofi_parse_filter(mca_btl_ofi_filter_t *filter)
+{
+    const char *include = mca_btl_ofi_params.provider_include;
+
+    if (NULL != include && '^' == include[0]) {
+        return mca_btl_ofi_parse_list("provider_include", include, 1, &filter->exclude);
+    }
+    return mca_btl_ofi_parse_list("provider_include", include, 0, &filter->include) &&
+           mca_btl_ofi_parse_list("provider_exclude", mca_btl_ofi_params.provider_exclude, 0,
+                                  &filter->exclude);
+}
 
 static bool mca_btl_ofi_wanted(const mca_btl_ofi_filter_t *filter, const struct fi_info *info)
 {
@@ -216,9 +278,9 @@ static bool mca_btl_ofi_wanted(const mca_btl_ofi_filter_t *filter, const struct 
         return false;
     }
     if (filter->include) {
-        return mca_btl_ofi_in_list(filter->include, name);
+        return mca_btl_ofi_list_names(filter->include, name, false);
     }
-    return !mca_btl_ofi_in_list(filter->exclude, name);
+    return !mca_btl_ofi_list_names(filter->exclude, name, true);
 }
 
 /* What one fi_getinfo call asks of the providers. */
@@ -278,9 +340,9 @@ static char *mca_btl_ofi_provider_names(const struct fi_info *all)
 }
 
 /*
- * What an RDM provider of this name lacks of FI_RMA and FI_ATOMIC, e.g.
- * "FI_ATOMIC" for libfabric 2.x's plain tcp; NULL when libfabric has no RDM
- * provider of that name at all.
+ * What the RDM providers this name stands for lack of FI_RMA and FI_ATOMIC,
+ * e.g. "FI_RMA and FI_ATOMIC" for libfabric 2.x's sm2; NULL when it stands for
+ * no RDM provider libfabric has.
  */
 static const char *mca_btl_ofi_missing_caps(const char *name)
 {
@@ -297,7 +359,7 @@ static const char *mca_btl_ofi_missing_caps(const char *name)
     hints->domain_attr->mr_mode = (int)MCA_BTL_OFI_MR_ALL;
     if (0 == fi_getinfo(MCA_BTL_OFI_FI_VERSION, NULL, NULL, 0, hints, &list)) {
         for (const struct fi_info *cur = list; cur; cur = cur->next) {
-            if (0 == strcmp(cur->fabric_attr->prov_name, name)) {
+            if (mca_btl_ofi_names(name, cur->fabric_attr->prov_name, false)) {
                 found = true;
                 caps |= cur->caps;
             }
@@ -322,7 +384,7 @@ static bool mca_btl_ofi_check_include(const mca_btl_ofi_filter_t *filter, const 
         char *names, param[64];
 
         for (const struct fi_info *cur = all; cur && !found; cur = cur->next) {
-            found = 0 == strcmp(cur->fabric_attr->prov_name, name);
+            found = mca_btl_ofi_names(name, cur->fabric_attr->prov_name, false);
         }
         if (found) {
             continue;
@@ -332,9 +394,10 @@ static bool mca_btl_ofi_check_include(const mca_btl_ofi_filter_t *filter, const 
         if (NULL != lacks) {
             mca_btl_ofi_decline("provider-lacks-caps", name, lacks, names, NULL);
         } else {
+            const char *fi_provider = getenv("FI_PROVIDER");
             mca_btl_ofi_decline("provider-not-found",
                                 mca_btl_ofi_param_name("provider_include", param, sizeof(param)),
-                                name, names, NULL);
+                                name, names, fi_provider ? fi_provider : "(not set)", NULL);
         }
         free(names);
         return false;
@@ -360,7 +423,8 @@ static void mca_btl_ofi_explain(const mca_btl_ofi_filter_t *filter, const struct
 
     for (const struct fi_info *cur = all; cur; cur = cur->next) {
         const char *quirk = mca_btl_ofi_quirk(cur);
-        if (NULL != quirk && mca_btl_ofi_in_list(filter->include, cur->fabric_attr->prov_name)) {
+        if (NULL != quirk &&
+            mca_btl_ofi_list_names(filter->include, cur->fabric_attr->prov_name, false)) {
             char version[32];
             snprintf(version, sizeof(version), "%u.%u", FI_MAJOR(cur->fabric_attr->prov_version),
                      FI_MINOR(cur->fabric_attr->prov_version));
@@ -524,10 +588,7 @@ struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads)
                             mca_btl_ofi_params.provider_exclude, NULL);
         return NULL;
     }
-    if (!mca_btl_ofi_parse_list("provider_include", mca_btl_ofi_params.provider_include,
-                                &filter.include) ||
-        !mca_btl_ofi_parse_list("provider_exclude", mca_btl_ofi_params.provider_exclude,
-                                &filter.exclude)) {
+    if (!mca_btl_ofi_parse_filter(&filter)) {
         goto out;
     }
 

@@ -188,12 +188,16 @@ void mca_btl_ofi_params_register(const mca_base_component_t *component)
 
     mca_btl_ofi_register_string(
         component, "provider_include",
-        "Comma-separated libfabric provider names to consider, as fi_info prints them "
-        "(e.g. \"shm\" or \"tcp;ofi_rxm\"). Empty: every provider. Cannot be combined with "
-        "btl_ofi_provider_exclude",
+        "Comma-separated libfabric providers to consider, named as in FI_PROVIDER: a core "
+        "provider stands for every stack over it (\"tcp\": tcp;ofi_rxm), a full name as "
+        "fi_info prints it for that stack only (\"shm;ofi_strictmr\"); a leading ^ leaves the "
+        "names out instead. Within what FI_PROVIDER lets libfabric offer. Empty: every "
+        "provider. Cannot be combined with btl_ofi_provider_exclude",
         &mca_btl_ofi_params.provider_include);
     mca_btl_ofi_register_string(component, "provider_exclude",
-                                "Comma-separated libfabric provider names never to use",
+                                "Comma-separated libfabric providers never to use; a name "
+                                "leaves out every stack it is part of (\"ofi_rxm\": "
+                                "tcp;ofi_rxm and net;ofi_rxm)",
                                 &mca_btl_ofi_params.provider_exclude);
 
     (void)mca_base_component_var_register(
