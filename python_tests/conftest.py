@@ -243,8 +243,9 @@ def pytest_terminal_summary(terminalreporter, config):
 def pytest_collection_modifyitems(config, items):
     """`-m full` means the whole matrix: the fast slice is part of it, so mark
     every item full before the mark plugin deselects (pytest.ini's default
-    `-m "not full"` keeps only the fast slice)."""
+    `-m "not full"` keeps only the fast slice). The opt-in suites keep their
+    own marks (-m endurance, -m multihost): they are not part of -m full."""
     if (config.option.markexpr or "").strip() == "full":
         for item in items:
-            if item.get_closest_marker("full") is None:
+            if not any(item.get_closest_marker(m) for m in ("full", "endurance", "multihost")):
                 item.add_marker(pytest.mark.full)
