@@ -135,8 +135,7 @@ static bool mca_btl_ofi_split(const char *value, bool (*item_ok)(const char *), 
  * A provider list (parameter provider_<which>) from its skip'th character; a
  * malformed one declines and returns false.
  */
-static bool mca_btl_ofi_parse_list(const char *which, const char *value, size_t skip,
-                                   char ***out)
+static bool mca_btl_ofi_parse_list(const char *which, const char *value, size_t skip, char ***out)
 {
     char param[64], *bad = NULL;
 

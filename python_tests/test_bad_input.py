@@ -143,27 +143,18 @@ Open MPI continues without it.
 CASES = {
     # name: (mca parameters, expected message with {c} and {processes} to fill)
     "include_unknown_provider": ({"provider_include": "nosuchprov"}, NOT_FOUND),
-    "include_leading_comma": ({"provider_include": ",shm"},
-                              MALFORMED.replace("{which}", "provider_include")
-                              .replace("{value}", ",shm").replace("{item}", "")),
-    "include_empty_item": ({"provider_include": "shm,,tcp"},
-                           MALFORMED.replace("{which}", "provider_include")
-                           .replace("{value}", "shm,,tcp").replace("{item}", "")),
-    "include_space": ({"provider_include": "sh m"},
-                      MALFORMED.replace("{which}", "provider_include")
-                      .replace("{value}", "sh m").replace("{item}", "sh m")),
-    "include_caret_alone": ({"provider_include": "^"},
-                            MALFORMED.replace("{which}", "provider_include")
-                            .replace("{value}", "^").replace("{item}", "")),
-    "include_caret_inside": ({"provider_include": "shm,^tcp"},
-                             MALFORMED.replace("{which}", "provider_include")
-                             .replace("{value}", "shm,^tcp").replace("{item}", "^tcp")),
-    "exclude_caret": ({"provider_exclude": "^tcp"},
-                      MALFORMED.replace("{which}", "provider_exclude")
-                      .replace("{value}", "^tcp").replace("{item}", "^tcp")),
-    "exclude_empty_item": ({"provider_exclude": "shm,,tcp"},
-                           MALFORMED.replace("{which}", "provider_exclude")
-                           .replace("{value}", "shm,,tcp").replace("{item}", "")),
+    # a malformed list: the value quoted, and the first item btl-ofi cannot read
+    **{case: ({f"provider_{which}": value},
+              MALFORMED.replace("{which}", f"provider_{which}").replace("{value}", value)
+              .replace("{item}", item))
+       for case, which, value, item in [
+           ("include_leading_comma", "include", ",shm", ""),
+           ("include_empty_item", "include", "shm,,tcp", ""),
+           ("include_space", "include", "sh m", "sh m"),
+           ("include_caret_alone", "include", "^", ""),
+           ("include_caret_inside", "include", "shm,^tcp", "^tcp"),
+           ("exclude_caret", "exclude", "^tcp", "^tcp"),
+           ("exclude_empty_item", "exclude", "shm,,tcp", "")]},
     "include_and_exclude": ({"provider_include": "shm", "provider_exclude": "sockets"},
                             INCLUDE_EXCLUDE),
     "mr_mode_bogus": ({"mr_mode": "bogus"}, BAD_MR_MODE),
