@@ -41,6 +41,7 @@ typedef struct ref_opts {
     int nsizes, default_sizes;
     int max_iters, min_iters, warmup, window, json, bind, timeout;
     size_t budget;
+    const char *netns[2]; /* -N: network namespace of each process, or NULL */
 } ref_opts_t;
 
 typedef struct ref_run {
@@ -95,6 +96,8 @@ static void usage(void)
             "  -j         JSON lines\n"
             "  -n         do not pin the two processes to CPUs 0 and 1\n"
             "  -T SECS    give up after this long (default 600)\n"
+            "  -N NS0,NS1 run the two processes in these network namespaces (/run/netns/NAME,\n"
+            "             as `ip netns add` makes them), each entered before libfabric opens\n"
             "exit codes: 0 done, 1 failure, 77 provider not available on the BTL's terms\n",
             BENCH_DEFAULT_MAX_ITERS, BENCH_DEFAULT_WINDOW);
 }
@@ -122,7 +125,7 @@ static int parse_opts(int argc, char **argv, ref_opts_t *o)
                       .min_iters = BENCH_DEFAULT_MIN_ITERS, .warmup = -1,
                       .window = BENCH_DEFAULT_WINDOW, .bind = 1, .timeout = 600,
                       .budget = BENCH_DEFAULT_BUDGET};
-    while (-1 != (c = getopt(argc, argv, "p:t:o:S:m:M:i:x:B:W:jnT:h"))) {
+    while (-1 != (c = getopt(argc, argv, "p:t:o:S:m:M:i:x:B:W:jnT:N:h"))) {
         switch (c) {
         case 'p': o->prov = optarg; break;
         case 't': if ((o->ntests = split(optarg, o->tests, REF_MAX_LIST)) < 0) return -1; break;
@@ -143,6 +146,7 @@ static int parse_opts(int argc, char **argv, ref_opts_t *o)
         case 'j': o->json = 1; break;
         case 'n': o->bind = 0; break;
         case 'T': o->timeout = atoi(optarg); break;
+        case 'N': if (2 != split(optarg, o->netns, 2)) return -1; break;
         default: return -1;
         }
     }
@@ -347,9 +351,12 @@ static void header(const ref_run_t *r)
     if (r->o.json) {
         printf("{\"bench\": \"ofi_rma_ref\", \"meta\": true, \"what\": \"%s\", "
                "\"provider\": \"%s\", \"delivery_complete\": %s, \"ops_per_sync\": %d, "
-               "\"pinned\": %s}\n",
+               "\"pinned\": %s, \"fabric\": \"%s\", \"domain\": \"%s\", "
+               "\"netns\": \"%s%s%s\"}\n",
                what, r->f.info->fabric_attr->prov_name, r->f.delivery_complete ? "true" : "false",
-               r->o.window, r->o.bind ? "true" : "false");
+               r->o.window, r->o.bind ? "true" : "false", r->f.info->fabric_attr->name,
+               r->f.info->domain_attr->name, r->o.netns[0] ? r->o.netns[0] : "",
+               r->o.netns[0] ? "," : "", r->o.netns[1] ? r->o.netns[1] : "");
     } else {
         printf("# ofi_rma_ref: raw libfabric, 2 processes%s\n# %s\n",
                r->o.bind ? " pinned to CPUs 0 and 1" : "", what);
@@ -434,6 +441,14 @@ int main(int argc, char **argv)
     r.f.sock = sv[r.f.role];
     close(sv[1 - r.f.role]);
     alarm((unsigned) r.o.timeout);
+    if (0 != ref_enter_netns(r.o.netns[r.f.role])) {
+        if (0 == child) {
+            _exit(1);
+        }
+        close(r.f.sock); /* the target sees end of file and stops */
+        waitpid(child, &status, 0);
+        return 1;
+    }
     if (r.o.bind && sysconf(_SC_NPROCESSORS_ONLN) >= 2) {
         pin(r.f.role);
     }
