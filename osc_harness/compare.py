@@ -255,6 +255,15 @@ def classify(rc, stderr):
     return f"failed (exit {rc})"
 
 
+def why_not(stderr):
+    """The program's own reason for a run that did not end well (its last line that
+    says so), without mpirun's boilerplate around it."""
+    said = [line.strip() for line in stderr.splitlines()
+            if re.search(r"not supported|could not|cannot|error|failed|abort", line, re.I)
+            and "mpirun" not in line and not line.startswith(("-", "*"))]
+    return said[-1][:200] if said else ""
+
+
 def parse_records(stdout):
     meta, rows = {}, []
     for line in stdout.splitlines():
@@ -344,7 +353,8 @@ def run_one(cfg, bench, mode, args, paths, base_env, hosts=None, outdir=None):
     status = classify(rc, err)
     result = {"config": cfg.label, "bench": bench, "cmd": cmd, "status": status, "rc": rc,
               "seconds": round(secs, 2), "meta": meta, "rows": [], "evidence": evidence,
-              "stderr_tail": err.strip().splitlines()[-6:] if status != "ok" else []}
+              "stderr_tail": err.strip().splitlines()[-6:] if status != "ok" else [],
+              "why": why_not(err) if status != "ok" else ""}
     for row in rows:
         key = metric_key(bench, row)
         if key is None:
@@ -738,7 +748,7 @@ def main():
     report["targets"] = evaluate_targets(stats, providers, paths["major"])
     if args.net:
         report["net_notes"] = net_notes
-        report["net_summary"] = compare_net.summary_markdown(stats, configs, fmt, ratio)
+        report["net_summary"] = compare_net.summary_markdown(stats, configs, runs, fmt, ratio)
         report["veth"] = compare_net.veth_lines(runs)
         report["targets"] += compare_net.targets(stats, check, ratio)
     md = markdown(report, configs)

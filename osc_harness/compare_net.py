@@ -306,9 +306,9 @@ def veth_lines(runs):
 
 # ---- report -----------------------------------------------------------------------
 
-def summary_markdown(stats, configs, fmt, ratio, ref="ours[tcp;ofi_rxm]"):
+def summary_markdown(stats, configs, runs, fmt, ratio, ref="ours[tcp;ofi_rxm]"):
     """One row per configuration, one column per network metric: median [min], and
-    the ratio of medians to ours on tcp;ofi_rxm."""
+    the ratio of medians to ours on tcp;ofi_rxm; then the runs that did not end well."""
     lines = ["## Summary across the namespaces (median [min], ratio to "
              f"{ref})\n", "| configuration | " + " | ".join(c[3] for c in SUMMARY) + " |",
              "|---|" + "---:|" * len(SUMMARY)]
@@ -324,6 +324,17 @@ def summary_markdown(stats, configs, fmt, ratio, ref="ours[tcp;ofi_rxm]"):
                          (f" {r:.2f}x" if r is not None and cfg.label != ref else ""))
         lines.append(f"| {cfg.label} | " + " | ".join(cells) + " |")
     lines.append("")
+    bad = {}
+    for run in runs:
+        if run["status"] != "ok":
+            text = run["status"] + (f": {run['why']}" if run.get("why") else "")
+            bad.setdefault((run["config"], run["bench"]), {}).setdefault(text, 0)
+            bad[(run["config"], run["bench"])][text] += 1
+    if bad:
+        lines.append("Runs that did not end well (the program's or MPI's own words):\n")
+        lines += [f"- {c} {b}: " + "; ".join(f"{n}x {t}" for t, n in v.items())
+                  for (c, b), v in bad.items()]
+        lines.append("")
     return lines
 
 
