@@ -147,6 +147,9 @@ def family_configs(Config, fams, notes):
     mpich_lf = os.path.join(mpich.root, "lib", "mpich") if mpich else ""
     system_lf = "/usr/lib/x86_64-linux-gnu"
     configs = []
+    if not fams:
+        notes.append(f"no other MPI installed under {MPI_CACHE} (bash scripts/install-mpis.sh): "
+                     "Open MPI's configurations only")
     for fam in fams:
         gone = fam.missing()
         if gone:
