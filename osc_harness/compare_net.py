@@ -226,14 +226,21 @@ class MapsProbe(threading.Thread):
 
     def __init__(self, exe):
         super().__init__(daemon=True)
-        self.exe, self.libs, self.pids = os.path.realpath(exe), set(), set()
+        self.exe, self.libs, self.pids = {exe, os.path.realpath(exe)}, set(), set()
         self.done = threading.Event()
+
+    def runs_exe(self, pid):
+        """By /proc/PID/exe, or by argv[0] where exe cannot be resolved from here (a
+        process in another mount namespace below a chroot, as in scripts/debroot.sh)."""
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv0 = f.read().split(b"\0", 1)[0].decode(errors="replace")
+        return os.readlink(f"/proc/{pid}/exe") in self.exe or argv0 in self.exe
 
     def run(self):
         while not self.done.wait(0.25):
             for pid in (p for p in os.listdir("/proc") if p.isdigit()):
                 try:
-                    if os.readlink(f"/proc/{pid}/exe") != self.exe:
+                    if not self.runs_exe(pid):
                         continue
                     with open(f"/proc/{pid}/maps") as f:
                         maps = f.read()
