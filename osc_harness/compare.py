@@ -258,10 +258,13 @@ def classify(rc, stderr):
 def why_not(stderr):
     """The program's own reason for a run that did not end well (its last line that
     says so), without mpirun's boilerplate around it."""
-    said = [line.strip() for line in stderr.splitlines()
-            if re.search(r"not supported|could not|cannot|error|failed|abort", line, re.I)
-            and "mpirun" not in line and not line.startswith(("-", "*"))]
-    return said[-1][:200] if said else ""
+    lines = [line.strip() for line in stderr.splitlines()
+             if "mpirun" not in line and not line.startswith(("-", "*"))]
+    for pattern in (r"not supported here", r"not supported|could not|cannot|error|failed|abort"):
+        said = [line for line in lines if re.search(pattern, line, re.I)]
+        if said:
+            return said[-1][:200]
+    return ""
 
 
 def parse_records(stdout):
@@ -749,7 +752,7 @@ def main():
     if args.net:
         report["net_notes"] = net_notes
         report["net_summary"] = compare_net.summary_markdown(stats, configs, runs, fmt, ratio)
-        report["veth"] = compare_net.veth_lines(runs)
+        report["veth"] = compare_net.evidence_lines(runs)
         report["targets"] += compare_net.targets(stats, check, ratio)
     md = markdown(report, configs)
     report["plots"] = plot(report, configs, outdir)

@@ -286,31 +286,36 @@ def proof(evidence, stderr):
         said += sorted(set(m.strip() for m in re.findall(pat, stderr)))
     if said:
         parts.append("says " + "; ".join(said))
-    mapped = evidence.get("mapped", [])
-    libs = [lib for lib in mapped if not os.path.basename(lib).startswith("mca_")]
-    comps = sorted({os.path.basename(lib)[4:-3] for lib in mapped
-                    if os.path.basename(lib).startswith("mca_")})
-    if libs:
-        parts.append("mapped " + ", ".join(libs))
-    if comps:
-        parts.append("components " + ",".join(comps))
-    if not evidence.get("rank_pids_seen"):
-        parts.append("no rank process seen in /proc")
     return crossed, "; ".join(parts)
 
 
-def veth_lines(runs):
-    """Per configuration: the fewest packets a host sent in one of its runs, and the bytes."""
+def mapped_text(mapped):
+    libs = sorted(lib for lib in mapped if not os.path.basename(lib).startswith("mca_"))
+    comps = sorted({os.path.basename(lib)[4:-3] for lib in mapped
+                    if os.path.basename(lib).startswith("mca_")})
+    return "; ".join((["mapped " + ", ".join(libs)] if libs else []) +
+                     (["components " + ",".join(comps)] if comps else []))
+
+
+def evidence_lines(runs):
+    """Per configuration, over all its runs: the fewest packets a host sent in one run,
+    the bytes, and every MPI/libfabric/UCX library and MCA component its ranks mapped."""
     out = {}
     for run in runs:
-        veth = run.get("evidence", {}).get("veth")
-        if not veth:
+        ev = run.get("evidence", {})
+        if not ev.get("veth"):
             continue
-        low = min(p for _, p in veth.values())
-        kib = sum(b for b, _ in veth.values()) // 1024
-        cur = out.setdefault(run["config"], [low, kib, 0])
-        cur[0], cur[1], cur[2] = min(cur[0], low), cur[1] + kib, cur[2] + 1
-    return {c: f"veth: {v[2]} runs, {v[1]} KiB sent in all, every host >= {v[0]} packets per run"
+        low = min(p for _, p in ev["veth"].values())
+        cur = out.setdefault(run["config"], {"low": low, "kib": 0, "n": 0, "seen": 0,
+                                             "mapped": set()})
+        cur["low"] = min(cur["low"], low)
+        cur["kib"] += sum(b for b, _ in ev["veth"].values()) // 1024
+        cur["n"] += 1
+        cur["seen"] += bool(ev.get("rank_pids_seen"))
+        cur["mapped"] |= set(ev.get("mapped", []))
+    return {c: f"veth: {v['n']} runs, {v['kib']} KiB sent in all, every host >= {v['low']} "
+               f"packets per run; rank processes seen in {v['seen']} of {v['n']} runs" +
+               (f"; {mapped_text(v['mapped'])}" if v["mapped"] else "")
             for c, v in out.items()}
 
 
