@@ -710,6 +710,8 @@ def main():
          PROVIDERS_QUICK if args.quick else PROVIDERS_FULL)
     if args.net and "shm" in providers:
         sys.exit("compare.py --net: shm is node-local, it cannot connect two hosts")
+    if args.net:
+        compare_net.preflight()  # before anything is written
     base_env = dict(os.environ)
     ucx = has_osc_ucx(run_env(Config("probe", "", "mpi", paths["BTL_OFI_OMPI_PKGLIBDIR"]),
                               base_env, paths))

@@ -23,6 +23,7 @@ import glob
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -83,8 +84,10 @@ def preflight():
 
 @contextlib.contextmanager
 def namespaces(outdir, env_file):
-    """Two host namespaces for the duration of the block, removed on any exit."""
+    """Two host namespaces for the duration of the block, removed on any exit
+    (an exception, Ctrl-C, or SIGTERM, which is turned into SystemExit here)."""
     preflight()
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     logdir = os.path.join(outdir, "netns")
     os.makedirs(logdir, exist_ok=True)
     env = dict(os.environ, BTL_OFI_ENV_FILE=env_file)
@@ -102,6 +105,7 @@ def namespaces(outdir, env_file):
             down = subprocess.run(["bash", SETUP, "--teardown", conf], capture_output=True,
                                   text=True, timeout=120)
             print((down.stdout + down.stderr).strip().splitlines()[-1], flush=True)
+        signal.signal(signal.SIGTERM, previous)
 
 
 # ---- other MPIs ------------------------------------------------------------------
