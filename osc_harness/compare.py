@@ -343,7 +343,7 @@ def run_one(cfg, bench, mode, args, paths, base_env, hosts=None, outdir=None):
         cmd, env = compare_net.command(cfg, exe, prog_args, env, hosts, outdir)
         rc, out, err, secs, evidence = compare_net.run(exe, cmd, env, args.timeout, hosts,
                                                        locked_run)
-        crossed, proved = compare_net.proof(evidence, err)
+        crossed, proved = compare_net.proof(evidence, out + "\n" + err)
     elif cfg.kind == "raw":
         cmd = [exe] + prog_args
         rc, out, err, secs = locked_run(cmd, env, args.timeout)

@@ -277,7 +277,7 @@ def run(exe, cmd, env, timeout, hosts, locked_run):
     return rc, out, err, secs, {"veth": sent, **seen}
 
 
-def proof(evidence, stderr):
+def proof(evidence, output):
     """(crossed, text): did both hosts send, and what the run showed beyond its counters
     (the MPI's own word, the libraries and components its ranks mapped). The text
     is the same for every run of a configuration; the byte counts stay in evidence."""
@@ -287,7 +287,7 @@ def proof(evidence, stderr):
     said = []
     for pat in (r"MPICH \d[\w.]*", r"libfabric provider: [^\n]*",
                 r"Intel\(R\) MPI Library, Version \S+", r"libfabric version: \S+", r"UCX netmod"):
-        said += sorted(set(m.strip() for m in re.findall(pat, stderr)))
+        said += sorted(set(m.strip() for m in re.findall(pat, output)))
     if said:
         parts.append("says " + "; ".join(said))
     return crossed, "; ".join(parts)
