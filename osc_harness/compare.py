@@ -75,7 +75,7 @@ class Config:
     kind: str          # "mpi" (Open MPI's mpirun), "raw", or "hydra" (another MPI, --net)
     component_path: str = ""
     mca: list = field(default_factory=list)
-    note: str = ""
+    note: str = ""     # "hydra": the MPI's install root (its bin/mpiexec launches)
     env: dict = field(default_factory=dict)  # extra environment of its runs
 
     @property
