@@ -18,10 +18,17 @@ the medians to ours, and for every row which component really carried the
 traffic (btl-ofi's own MPI_T counters, and which mca_btl_ofi.so the process
 mapped). A crash, a timeout or a refusal is recorded as a result.
 
+With --net the two ranks are on two "hosts", network namespaces joined by veth
+pairs (made and removed by the run itself, root needed), and the peers are the
+MPIs a user could pick between hosts: osc/pt2pt and osc/ucx over TCP, stock
+btl/ofi, osc/rdma over btl/tcp (Open MPI 5), MPICH and Intel MPI from PyPI
+(scripts/install-mpis.sh); see compare_net.py.
+
 Writes results.json, results.md and PNG plots under results/<timestamp>/.
 """
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -33,6 +40,8 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+
+import compare_net
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -63,10 +72,10 @@ FULL = {
 class Config:
     name: str          # "ours", "stock", ...
     provider: str      # libfabric provider, or "" when the configuration has none
-    kind: str          # "mpi" or "raw"
+    kind: str          # "mpi" (Open MPI's mpirun), "raw", or "hydra" (another MPI, --net)
     component_path: str = ""
     mca: list = field(default_factory=list)
-    note: str = ""
+    note: str = ""     # "hydra": the MPI's install root (its bin/mpiexec launches)
     env: dict = field(default_factory=dict)  # extra environment of its runs
 
     @property
@@ -112,10 +121,13 @@ def has_osc_ucx(env):
     return False, "this Open MPI has no osc/ucx (ompi_info lists none)"
 
 
-def build_configs(providers, paths, ucx):
+def build_configs(providers, paths, ucx, net_iface=None):
+    """net_iface: ranks on different hosts (--net), reached through this interface:
+    btl/tcp instead of the node BTL, no node-local configurations."""
     rdma = ["--mca", "pml", "ob1", "--mca", "osc", "rdma"]
     ours_path, stock_path = paths["OMPI_MCA_mca_base_component_path"], paths["BTL_OFI_OMPI_PKGLIBDIR"]
-    ours, node = paths["BTL_OFI_COMPONENT"], paths["BTL_OFI_NODE_BTL"]
+    ours = paths["BTL_OFI_COMPONENT"]
+    node = "tcp" if net_iface else paths["BTL_OFI_NODE_BTL"]
     configs = []
     for prov in providers:
         configs.append(Config("ours", prov, "mpi", ours_path, rdma + [
@@ -127,17 +139,22 @@ def build_configs(providers, paths, ucx):
             "--mca", "btl_ofi_provider_exclude", ""]))
         configs.append(Config("raw", prov, "raw"))
     # the node BTL with osc/rdma: btl/vader directly (4.1), active messages over btl/sm (5.0)
-    configs.append(Config(node, "", "mpi", stock_path, rdma + ["--mca", "btl", f"self,{node}"]))
+    if not net_iface:
+        configs.append(Config(node, "", "mpi", stock_path, rdma + ["--mca", "btl", f"self,{node}"]))
     if paths["major"] >= 5:
         # what a 5.0 user gets between hosts without btl-ofi: active messages over btl/tcp
-        configs.append(Config("tcp", "", "mpi", stock_path, rdma + [
-            "--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo"]))
+        configs.append(Config("tcp", "", "mpi", stock_path, rdma + ["--mca", "btl", "self,tcp"] + (
+            [] if net_iface else ["--mca", "btl_tcp_if_include", "lo"])))
     if ucx[0]:
+        # between hosts UCX gets TCP only: with its shared-memory transports it would
+        # bypass the network (the namespaces share one kernel)
         configs.append(Config("ucx", "", "mpi", stock_path, [
-            "--mca", "pml", "ob1", "--mca", "btl", f"self,{node}", "--mca", "osc", "ucx"]))
+            "--mca", "pml", "ob1", "--mca", "btl", f"self,{node}", "--mca", "osc", "ucx"],
+            env={"UCX_TLS": "tcp,self", "UCX_NET_DEVICES": net_iface} if net_iface else {}))
     if paths["major"] < 5:
         configs.append(Config("pt2pt", "", "mpi", stock_path, [
-            "--mca", "pml", "ob1", "--mca", "btl", "self,vader", "--mca", "osc", "pt2pt"]))
+            "--mca", "pml", "ob1", "--mca", "btl", "self,tcp" if net_iface else "self,vader",
+            "--mca", "osc", "pt2pt"]))
     else:
         # osc/rdma 5.0 says which BTL it uses, directly or through active messages
         for cfg in configs:
@@ -163,13 +180,14 @@ def bench_args(bench, mode, kind):
     """Program and arguments of one benchmark for an MPI or the raw configuration."""
     lat = ["-S", mode["lat_sizes"]] if mode["lat_sizes"] else []
     bw = ["-S", mode["bw_sizes"]] if mode["bw_sizes"] else []
+    rate = ["-S", mode["rate_sizes"]] if mode.get("rate_sizes") else []
     common = ["-j", "-B", mode["budget"]]
     if kind == "raw":
         table = {
             "latency": ["-t", "latency", "-i", mode["lat_iters"]] + lat,
             "bw": ["-t", "bw", "-i", mode["bw_iters"]] + bw,
             "bibw": ["-t", "bibw", "-i", mode["bw_iters"]] + bw,
-            "msgrate": ["-t", "msgrate", "-i", mode["rate_iters"]],
+            "msgrate": ["-t", "msgrate", "-i", mode["rate_iters"]] + rate,
             "atomic_rate": ["-t", "atomic_rate", "-i", mode["rate_iters"]],
         }
         return ("ofi_rma_ref", table[bench] + common) if bench in table else None
@@ -178,7 +196,7 @@ def bench_args(bench, mode, kind):
         "bw": ("osc_bw", ["-i", mode["bw_iters"]] + bw),
         "bw_fence": ("osc_bw", ["-s", "fence", "-i", mode["bw_iters"]] + bw),
         "bibw": ("osc_bw", ["-d", "bi", "-i", mode["bw_iters"]] + bw),
-        "msgrate": ("osc_msgrate", ["-i", mode["rate_iters"]]),
+        "msgrate": ("osc_msgrate", ["-i", mode["rate_iters"]] + rate),
         "atomic_rate": ("osc_atomic_rate", ["-i", mode["rate_iters"]]),
     }
     prog, args = table[bench]
@@ -223,6 +241,18 @@ def classify(rc, stderr):
     return f"failed (exit {rc})"
 
 
+def why_not(stderr):
+    """The program's own reason for a run that did not end well (its last line that
+    says so), without mpirun's boilerplate around it."""
+    lines = [line.strip() for line in stderr.splitlines()
+             if "mpirun" not in line and not line.startswith(("-", "*"))]
+    for pattern in (r"not supported here", r"not supported|could not|cannot|error|failed|abort"):
+        said = [line for line in lines if re.search(pattern, line, re.I)]
+        if said:
+            return said[-1][:200]
+    return ""
+
+
 def parse_records(stdout):
     meta, rows = {}, []
     for line in stdout.splitlines():
@@ -243,7 +273,10 @@ def parse_records(stdout):
 def carried_label(cfg, meta, row, paths):
     """Who carried a row, from what the run proved (never from what was asked for)."""
     if cfg.kind == "raw":
-        return f"raw libfabric ({cfg.provider})"
+        where = f"; fabric {meta['fabric']}, domain {meta['domain']}" if meta.get("domain") else ""
+        return f"raw libfabric ({cfg.provider}{where})"
+    if cfg.kind == "hydra":
+        return f"{cfg.name} (its own build and launcher)"
     so = meta.get("btl_ofi_so", "")
     ours_dir = paths["BTL_OFI_COMPONENT_DIR"].rstrip("/") + "/"
     how = f"; {meta['osc_path']}" if meta.get("osc_path") else ""
@@ -281,32 +314,45 @@ def metric_key(bench, row):
     return None
 
 
-def run_one(cfg, bench, mode, args, paths, base_env):
-    spec = bench_args(bench, mode, cfg.kind)
+def run_one(cfg, bench, mode, args, paths, base_env, hosts=None, outdir=None):
+    """One run; with hosts (--net) across the host namespaces, with their proof."""
+    spec = bench_args(bench, mode, "raw" if cfg.kind == "raw" else "mpi")
     if spec is None:
         return None
     prog, prog_args = spec
-    exe = os.path.join(args.bin_dir, prog)
+    exe = os.path.join(cfg.component_path if cfg.kind == "hydra" else args.bin_dir, prog)
+    env = run_env(cfg, base_env, paths)
     if cfg.kind == "raw":
-        cmd = [exe, "-p", cfg.provider, "-T", str(args.timeout)] + prog_args
+        prog_args = ["-p", cfg.provider, "-T", str(args.timeout)] + prog_args
+    evidence, crossed, proved = {}, True, ""
+    if hosts is not None:
+        cmd, env = compare_net.command(cfg, exe, prog_args, env, hosts, outdir)
+        rc, out, err, secs, evidence = compare_net.run(exe, cmd, env, args.timeout, hosts,
+                                                       locked_run)
+        crossed, proved = compare_net.proof(evidence, out + "\n" + err)
+    elif cfg.kind == "raw":
+        cmd = [exe] + prog_args
+        rc, out, err, secs = locked_run(cmd, env, args.timeout)
     else:
         cmd = ["mpirun", "-np", "2"] + [a for k in cfg.env for a in ("-x", k)] + cfg.mca + \
             [exe] + prog_args
-    rc, out, err, secs = locked_run(cmd, run_env(cfg, base_env, paths), args.timeout)
+        rc, out, err, secs = locked_run(cmd, env, args.timeout)
     meta, rows = parse_records(out)
     meta["osc_path"] = osc_path(err)
     status = classify(rc, err)
     result = {"config": cfg.label, "bench": bench, "cmd": cmd, "status": status, "rc": rc,
-              "seconds": round(secs, 2), "meta": meta, "rows": [],
-              "stderr_tail": err.strip().splitlines()[-6:] if status != "ok" else []}
+              "seconds": round(secs, 2), "meta": meta, "rows": [], "evidence": evidence,
+              "stderr_tail": err.strip().splitlines()[-6:] if status != "ok" else [],
+              "why": why_not(err) if status != "ok" else ""}
     for row in rows:
         key = metric_key(bench, row)
         if key is None:
             continue
         (metric, op, size), value = key
+        who = carried_label(cfg, meta, row, paths)
         result["rows"].append({"metric": metric, "op": op, "size": size, "value": value,
-                               "valid": row.get("valid", "yes") == "yes",
-                               "carried_by": carried_label(cfg, meta, row, paths),
+                               "valid": row.get("valid", "yes") == "yes" and crossed,
+                               "carried_by": f"{who}; {proved}" if proved else who,
                                "ofi_ops": row.get("ofi_ops")})
     return result
 
@@ -460,7 +506,10 @@ def markdown(report, configs):
     lines.append(f"- command: `{report['command']}`")
     lines.append(f"- repetitions: {report['reps']}, interleaved; cell = median [min] and the "
                  "ratio of medians to ours on the same provider")
+    lines.append(f"- {report['load']}")
     lines.append(f"- osc/ucx: {report['osc_ucx']}\n")
+    lines += [f"- {n}" for n in report.get("net_notes", [])]
+    lines += report.get("net_summary", [])
     for prov in report["providers"]:
         cols = provider_configs(configs, prov)
         ours = f"ours[{prov}]"
@@ -489,7 +538,9 @@ def markdown(report, configs):
             st = report["statuses"].get(c, {})
             ends = "; ".join(f"{b}: " + ", ".join(f"{n}x {s}" for s, n in _count(v).items())
                              for b, v in st.items())
-            lines.append(f"- **{c}**: {', '.join(who) or 'no rows'} — {ends}")
+            veth = report.get("veth", {}).get(c)
+            lines.append(f"- **{c}**: {', '.join(who) or 'no rows'} — {ends}" +
+                         (f" — {veth}" if veth else ""))
         lines.append("")
     lines.append("## Targets\n")
     for t in report["targets"]:
@@ -576,6 +627,10 @@ def machine_description():
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="the < 10 minute run `make bench` does")
+    p.add_argument("--net", action="store_true",
+                   help="network mode (`make bench-net`): one rank in each of two network "
+                   "namespaces, made and removed by this run (root); Open MPI's peers, "
+                   "MPICH and Intel MPI (scripts/install-mpis.sh) as well")
     p.add_argument("--reps", type=int, default=5, help="interleaved repetitions (default 5)")
     p.add_argument("--providers", help="comma-separated; ';' inside a name is kept "
                    "(default quick: shm,sockets,tcp;ofi_rxm; full adds udp;ofi_rxd)")
@@ -593,37 +648,19 @@ def parse_args():
     return p.parse_args()
 
 
-def main():
-    args = parse_args()
-    mode = dict(QUICK if args.quick else FULL)
-    if args.timeout is None:
-        args.timeout = 30 if args.quick else 300
-    if args.benches:
-        mode["benches"] = args.benches.split(",")
-    providers = args.providers.split(",") if args.providers else \
-        (PROVIDERS_QUICK if args.quick else PROVIDERS_FULL)
-    env_file = find_env_file(args.env_file)
-    paths = read_env_file(env_file)
-    base_env = dict(os.environ)
-    ucx = has_osc_ucx(run_env(Config("probe", "", "mpi", paths["BTL_OFI_OMPI_PKGLIBDIR"]),
-                              base_env, paths))
-    configs = build_configs(providers, paths, ucx)
+def select_configs(args, providers, paths, ucx, hosts):
+    net_notes = []
+    configs = build_configs(providers, paths, ucx, hosts.iface if hosts else None)
+    if hosts:
+        configs += compare_net.family_configs(Config, compare_net.families(), net_notes)
     if args.only:
         keep = set(args.only.split(","))
-        configs = [c for c in configs if c.name in keep]
-    for prog in ("osc_latency", "osc_bw", "osc_atomic_rate", "ofi_rma_ref"):
-        if not os.access(os.path.join(args.bin_dir, prog), os.X_OK):
-            sys.exit(f"compare.py: {prog} not found in {args.bin_dir} (build it, or --bin-dir)")
-    if not shutil.which("mpirun"):
-        sys.exit("compare.py: mpirun not on PATH")
+        configs = [c for c in configs if c.name in keep or c.name.split("-")[0] in keep]
+    return configs, net_notes
 
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    outdir = args.out or os.path.join(REPO, "results", f"bench-{stamp}")
-    os.makedirs(outdir, exist_ok=True)
-    print(f"compare.py: {len(configs)} configurations x {len(mode['benches'])} benchmarks x "
-          f"{args.reps} repetitions, interleaved; env file {env_file}; osc/ucx: {ucx[1]}")
-    print(f"compare.py: writing to {outdir}", flush=True)
 
+def run_all(args, configs, mode, paths, base_env, hosts, outdir):
+    """Every configuration and benchmark in turn, args.reps times (interleaved)."""
     runs, start, hung = [], time.monotonic(), set()
     for rep in range(args.reps):
         for cfg in configs:
@@ -632,30 +669,79 @@ def main():
                     runs.append({"config": cfg.label, "bench": bench, "rep": rep, "rows": [],
                                  "status": "not repeated (timed out before)", "seconds": 0})
                     continue
-                result = run_one(cfg, bench, mode, args, paths, base_env)
+                result = run_one(cfg, bench, mode, args, paths, base_env, hosts, outdir)
                 if result is None:
                     continue
                 result["rep"] = rep
                 runs.append(result)
                 if result["status"] == "timeout":
                     hung.add((cfg.label, bench))
-                print(f"  rep {rep + 1}/{args.reps} {cfg.label:22s} {bench:12s} "
+                print(f"  rep {rep + 1}/{args.reps} {cfg.label:26s} {bench:12s} "
                       f"{result['status']:22s} {result['seconds']:6.1f}s "
                       f"({time.monotonic() - start:5.0f}s total)", flush=True)
+    return runs, start
+
+
+def main():
+    args = parse_args()
+    mode = dict(compare_net.NET_MODE if args.net else QUICK if args.quick else FULL)
+    if args.timeout is None:
+        args.timeout = 120 if args.net else 30 if args.quick else 300
+    if args.benches:
+        mode["benches"] = args.benches.split(",")
+    env_file = find_env_file(args.env_file)
+    paths = read_env_file(env_file)
+    providers = args.providers.split(",") if args.providers else \
+        (compare_net.providers(paths["major"]) if args.net else
+         PROVIDERS_QUICK if args.quick else PROVIDERS_FULL)
+    if args.net and "shm" in providers:
+        sys.exit("compare.py --net: shm is node-local, it cannot connect two hosts")
+    if args.net:
+        compare_net.preflight()  # before anything is written
+    base_env = dict(os.environ)
+    ucx = has_osc_ucx(run_env(Config("probe", "", "mpi", paths["BTL_OFI_OMPI_PKGLIBDIR"]),
+                              base_env, paths))
+    for prog in ("osc_latency", "osc_bw", "osc_msgrate", "osc_atomic_rate", "ofi_rma_ref"):
+        if not os.access(os.path.join(args.bin_dir, prog), os.X_OK):
+            sys.exit(f"compare.py: {prog} not found in {args.bin_dir} (build it, or --bin-dir)")
+    if not shutil.which("mpirun"):
+        sys.exit("compare.py: mpirun not on PATH")
+
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    outdir = args.out or os.path.join(REPO, "results", f"{'net' if args.net else 'bench'}-{stamp}")
+    os.makedirs(outdir, exist_ok=True)
+    load_before = compare_net.loadavg()
+    with (compare_net.namespaces(outdir, env_file) if args.net else contextlib.nullcontext()) \
+            as hosts:
+        configs, net_notes = select_configs(args, providers, paths, ucx, hosts)
+        print(f"compare.py: {len(configs)} configurations x {len(mode['benches'])} benchmarks x "
+              f"{args.reps} repetitions, interleaved; env file {env_file}; osc/ucx: {ucx[1]}")
+        for note in net_notes:
+            print(f"compare.py: {note}")
+        print(f"compare.py: writing to {outdir}", flush=True)
+        runs, start = run_all(args, configs, mode, paths, base_env, hosts, outdir)
 
     stats, statuses = aggregate(runs)
     report = {
-        "mode": "quick" if args.quick else "full",
+        "mode": "net" if args.net else "quick" if args.quick else "full",
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "machine": machine_description(),
         "command": " ".join([os.path.relpath(sys.argv[0])] + sys.argv[1:]),
-        "reps": args.reps, "providers": providers, "osc_ucx": ucx[1],
+        "reps": args.reps, "osc_ucx": ucx[1],
+        "providers": providers + sorted({c.provider for c in configs if c.provider} -
+                                        set(providers)),
+        "load": f"load average {load_before} at the start, {compare_net.loadavg()} at the end",
         "env_file": env_file, "component_paths": paths,
         "configs": [c.__dict__ for c in configs],
         "seconds": round(time.monotonic() - start, 1),
         "statuses": statuses, "stats_by_key": stats,
     }
     report["targets"] = evaluate_targets(stats, providers, paths["major"])
+    if args.net:
+        report["net_notes"] = net_notes
+        report["net_summary"] = compare_net.summary_markdown(stats, configs, runs, fmt, ratio)
+        report["veth"] = compare_net.evidence_lines(runs)
+        report["targets"] += compare_net.targets(stats, check, ratio)
     md = markdown(report, configs)
     report["plots"] = plot(report, configs, outdir)
     with open(os.path.join(outdir, "results.md"), "w") as f:

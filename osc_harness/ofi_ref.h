@@ -63,6 +63,9 @@ void ref_fabric_describe(const ref_fabric_t *f, char *buf, size_t len);
 
 /* Out-of-band: block until the other process reaches the same point / exchange one double. */
 int ref_oob_barrier(ref_fabric_t *f);
+
+/** Enter network namespace /run/netns/NAME (NULL or "": stay); 0, or -1 with a message. */
+int ref_enter_netns(const char *name);
 int ref_oob_exchange(ref_fabric_t *f, double mine, double *theirs);
 
 /** Read completions; returns how many, exits the process on a completion error. */

@@ -36,6 +36,7 @@ typedef struct ref_opts {
     const char *prov;
     harness_list_t tests;
     int bind, timeout;
+    harness_list_t netns; /* -N: network namespace of each process, or none */
 } ref_opts_t;
 
 typedef struct ref_run {
@@ -82,6 +83,8 @@ static void usage(void)
             "  -j         JSON lines\n"
             "  -n         do not pin the two processes to CPUs 0 and 1\n"
             "  -T SECS    give up after this long (default 600)\n"
+            "  -N NS0,NS1 run the two processes in these network namespaces (/run/netns/NAME,\n"
+            "             as `ip netns add` makes them), each entered before libfabric opens\n"
             "exit codes: 0 done, 1 failure, 77 provider not available on the BTL's terms\n",
             BENCH_DEFAULT_MAX_ITERS, BENCH_DEFAULT_WINDOW);
 }
@@ -94,12 +97,16 @@ static int parse_opts(int argc, char **argv, ref_opts_t *o)
         HARNESS_CUSTOM('t', &o->tests, harness_list_parse),
         HARNESS_FLAG('n', &o->bind, 0),
         HARNESS_ARG('T', HARNESS_OPT_INT, &o->timeout),
+        HARNESS_CUSTOM('N', &o->netns, harness_list_parse),
         {0},
     };
 
     *o = (ref_opts_t){.prov = "shm", .bind = 1, .timeout = 600};
     bench_sweep_init(&o->sweep);
     if (harness_getopt(argc, argv, table)) {
+        return -1;
+    }
+    if (0 != o->netns.n && 2 != o->netns.n) {
         return -1;
     }
     return bench_sweep_done(&o->sweep);
@@ -283,9 +290,12 @@ static void header(const ref_run_t *r)
     if (r->o.sweep.json) {
         printf("{\"bench\": \"ofi_rma_ref\", \"meta\": true, \"what\": \"%s\", "
                "\"provider\": \"%s\", \"delivery_complete\": %s, \"ops_per_sync\": %d, "
-               "\"pinned\": %s}\n",
+               "\"pinned\": %s, \"fabric\": \"%s\", \"domain\": \"%s\", "
+               "\"netns\": \"%s%s%s\"}\n",
                what, r->f.info->fabric_attr->prov_name, r->f.delivery_complete ? "true" : "false",
-               r->o.sweep.window, r->o.bind ? "true" : "false");
+               r->o.sweep.window, r->o.bind ? "true" : "false", r->f.info->fabric_attr->name,
+               r->f.info->domain_attr->name, r->o.netns.n ? r->o.netns.item[0] : "",
+               r->o.netns.n ? "," : "", r->o.netns.n ? r->o.netns.item[1] : "");
     } else {
         printf("# ofi_rma_ref: raw libfabric, 2 processes%s\n# %s\n",
                r->o.bind ? " pinned to CPUs 0 and 1" : "", what);
@@ -361,6 +371,14 @@ int main(int argc, char **argv)
     r.f.sock = sv[r.f.role];
     close(sv[1 - r.f.role]);
     alarm((unsigned) r.o.timeout);
+    if (0 != ref_enter_netns(r.o.netns.n ? r.o.netns.item[r.f.role] : NULL)) {
+        if (0 == child) {
+            _exit(1);
+        }
+        close(r.f.sock); /* the target sees end of file and stops */
+        waitpid(child, &status, 0);
+        return 1;
+    }
     if (r.o.bind && sysconf(_SC_NPROCESSORS_ONLN) >= 2) {
         pin(r.f.role);
     }

@@ -90,6 +90,9 @@ in_root() {
     unshare --mount --propagation private -- /bin/bash -c '
         set -e
         r=$1 lock=$2 workdir=$3; shift 3
+        # the root a mount point of its own: `ip netns exec` (compare.py --net) needs
+        # "/" to be one to make it a slave
+        mount --bind "$r" "$r"
         mount -t proc proc "$r/proc"
         mount --rbind /sys "$r/sys"
         mount --rbind /dev "$r/dev"
