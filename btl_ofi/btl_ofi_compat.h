@@ -65,7 +65,7 @@ BEGIN_C_DECLS
  * Floating-point atomics. Open MPI 4.1.4's osc/rdma sends Get_accumulate of a
  * derived datatype over BTL atomics and then unpacks the fetched values from
  * the end of its buffer instead of its start (ompi_osc_rdma_gacc_amo,
- * osc_rdma_accumulate.c:305-311; fixed in 5.0). It takes that path for float
+ * osc_rdma_accumulate.c:304-312; fixed in 5.0). It takes that path for float
  * and double only if the BTL advertises MCA_BTL_ATOMIC_SUPPORTS_FLOAT; without
  * it (as btl/vader) they go through get-op-put under the accumulate lock, which
  * is right. So on 4.1 floats are not advertised (NOTES.txt section 6).
