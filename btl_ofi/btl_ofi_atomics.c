@@ -106,7 +106,7 @@ static uint32_t mca_btl_ofi_atomics_advertise(const mca_btl_ofi_atomic_caps_t *c
         /* 32-bit ops are served natively or through a 32-bit compare-and-swap loop. */
         flags |= MCA_BTL_ATOMIC_SUPPORTS_32BIT;
     }
-    if (caps->cswap[2] && caps->cswap[3]) {
+    if (MCA_BTL_OFI_ADVERTISE_FLOAT_ATOMICS && caps->cswap[2] && caps->cswap[3]) {
         flags |= MCA_BTL_ATOMIC_SUPPORTS_FLOAT;
     }
     return flags;

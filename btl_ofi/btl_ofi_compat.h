@@ -61,6 +61,21 @@ BEGIN_C_DECLS
 #define MCA_BTL_OFI_LATENCY 0
 #endif
 
+/*
+ * Floating-point atomics. Open MPI 4.1.4's osc/rdma sends Get_accumulate of a
+ * derived datatype over BTL atomics and then unpacks the fetched values from
+ * the end of its buffer instead of its start (ompi_osc_rdma_gacc_amo,
+ * osc_rdma_accumulate.c:304-312; fixed in 5.0). It takes that path for float
+ * and double only if the BTL advertises MCA_BTL_ATOMIC_SUPPORTS_FLOAT; without
+ * it (as btl/vader) they go through get-op-put under the accumulate lock, which
+ * is right. So on 4.1 floats are not advertised (NOTES.txt section 6).
+ */
+#if BTL_VERSION >= 330
+#define MCA_BTL_OFI_ADVERTISE_FLOAT_ATOMICS 1
+#else
+#define MCA_BTL_OFI_ADVERTISE_FLOAT_ATOMICS 0
+#endif
+
 /* libfabric 1.x's rdma/fabric.h defines container_of; 2.x no longer does. */
 #ifndef container_of
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))

@@ -14,6 +14,7 @@
 #include "btl_ofi_mr.h"
 #include "btl_ofi_ops.h"
 #include "btl_ofi_rdma.h"
+#include "btl_ofi_reg_pool.h"
 
 /* The flags this BTL can honour; a btl_ofi_flags setting cannot add others. */
 #define MCA_BTL_OFI_FLAGS_SERVED                                                                   \
@@ -113,5 +114,6 @@ int mca_btl_ofi_finalize(struct mca_btl_base_module_t *btl)
     OBJ_DESTRUCT(&module->endpoint_lock);
     OBJ_DESTRUCT(&module->ops);
     free(module);
+    mca_btl_ofi_reg_pool_fini();
     return OPAL_SUCCESS;
 }

@@ -16,6 +16,8 @@
 
 #include <string.h>
 
+#include "btl_ofi_reg_pool.h"
+
 static void mca_btl_ofi_reg_construct(mca_btl_ofi_reg_t *reg)
 {
     reg->mr = NULL;
@@ -77,9 +79,26 @@ static int mca_btl_ofi_mr_reg(mca_btl_ofi_module_t *module, void *base, size_t s
     return OPAL_SUCCESS;
 }
 
+/* A record off the program's heap (btl_ofi_reg_pool.h says why). */
+static mca_btl_ofi_reg_t *mca_btl_ofi_reg_new(void)
+{
+    mca_btl_ofi_reg_t *reg = mca_btl_ofi_reg_pool_get(sizeof(*reg));
+
+    if (NULL != reg) {
+        OBJ_CONSTRUCT(reg, mca_btl_ofi_reg_t);
+    }
+    return reg;
+}
+
+static void mca_btl_ofi_reg_free(mca_btl_ofi_reg_t *reg)
+{
+    OBJ_DESTRUCT(reg);
+    mca_btl_ofi_reg_pool_put(reg);
+}
+
 mca_btl_ofi_reg_t *mca_btl_ofi_reg_create(mca_btl_ofi_module_t *module, void *base, size_t size)
 {
-    mca_btl_ofi_reg_t *reg = OBJ_NEW(mca_btl_ofi_reg_t);
+    mca_btl_ofi_reg_t *reg = mca_btl_ofi_reg_new();
 
     if (NULL == reg) {
         return NULL;
@@ -88,7 +107,7 @@ mca_btl_ofi_reg_t *mca_btl_ofi_reg_create(mca_btl_ofi_module_t *module, void *ba
     reg->handle.len = size;
     /* A zero-length region needs no provider registration: no access can be in range. */
     if (0 != size && OPAL_SUCCESS != mca_btl_ofi_mr_reg(module, base, size, reg)) {
-        OBJ_RELEASE(reg);
+        mca_btl_ofi_reg_free(reg);
         return NULL;
     }
     return reg;
@@ -104,7 +123,7 @@ void mca_btl_ofi_reg_destroy(mca_btl_ofi_reg_t *reg)
                                 fi_strerror(-rc));
         }
     }
-    OBJ_RELEASE(reg);
+    mca_btl_ofi_reg_free(reg);
 }
 
 struct mca_btl_base_registration_handle_t *

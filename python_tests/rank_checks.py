@@ -634,3 +634,9 @@ CHECKS = {
     "acc_order": acc_order_check,
     "dynamic_regions": dynamic_regions_check,
 }
+
+# Dynamic windows with many attached regions live in rank_attach.py (it imports
+# the helpers above, so it is loaded last).
+from rank_attach import ATTACH_CHECKS  # noqa: E402
+
+CHECKS.update(ATTACH_CHECKS)

@@ -4,8 +4,9 @@ stride 2) MPI_SUM of doubles, each call followed by MPI_Win_flush_local, and
 contended accumulates from every rank but one into the same elements. Every
 row must be exact and carried by btl-ofi. The rows also pin down how osc/rdma
 cuts such an accumulate up (PERFORMANCE.md, "Large accumulates"): a strided
-one becomes one network atomic per element, a contiguous one a get and a put
-per osc_rdma_buffer_size / 8 bytes.
+one becomes one network atomic per element (on Open MPI 4.1 a get and a put
+per element: btl-ofi advertises no float atomics there), a contiguous one a
+get and a put per osc_rdma_buffer_size / 8 bytes.
 """
 
 import json
@@ -52,8 +53,13 @@ def test_large_accumulates(provider, launches, tmp_path):
     contig, strided = rows[("large", "contig")], rows[("large", "strided")]
     # 64 KiB in 4 KiB pieces (osc_rdma_buffer_size 32 KiB / 8): a get and a put each
     assert contig["gets"] >= COUNT * 8 // 4096 and contig["puts"] >= COUNT * 8 // 4096, contig
-    # one BTL atomic per element of the vector
-    assert strided["atomics"] >= COUNT, strided
+    if launcher.ompi_major() >= 5:
+        # one BTL atomic per element of the vector
+        assert strided["atomics"] >= COUNT, strided
+    else:
+        # btl-ofi advertises no float atomics on 4.1 (NOTES.txt section 6): a get
+        # and a put per element, under osc/rdma's accumulate lock
+        assert strided["gets"] >= COUNT and strided["puts"] >= COUNT, strided
 
 
 def test_large_accumulate_buffer_size(provider, launches, tmp_path):
