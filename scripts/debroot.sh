@@ -135,10 +135,15 @@ create() {
 }
 
 # This checkout's files into the root; ignored files (builds) there are kept.
+# Only files whose content differs are copied, and they get the time of the
+# copy, not the checkout's: a build left in the root from another checkout can
+# be newer than a changed source's own time, and make would keep its stale
+# objects (seen: a link against an older bench_sizes.o).
 sync_checkout() {
     host_tools
     mkdir -p "$ROOT$WORKDIR"
-    rsync -a --delete --exclude=/.git --filter=':- .gitignore' "$REPO/" "$ROOT$WORKDIR/" ||
+    rsync -rlpD --checksum --delete --exclude=/.git --filter=':- .gitignore' \
+        "$REPO/" "$ROOT$WORKDIR/" ||
         die "copying the checkout into the root failed"
 }
 
