@@ -145,7 +145,7 @@ def families(cache=MPI_CACHE):
 
 
 def family_configs(Config, fams, notes):
-    """MPICH ch4:ofi on tcp;ofi_rxm and tcp, ch4:ucx on UCX's tcp; Intel MPI on
+    """MPICH ch4:ofi on tcp;ofi_rxm (also without inject writes) and tcp, ch4:ucx on UCX's tcp; Intel MPI on
     tcp;ofi_rxm and tcp with MPICH's libfabric, and on tcp;ofi_rxm with the system's."""
     mpich = next((f for f in fams if f.kind == "mpich"), None)
     mpich_lf = os.path.join(mpich.root, "lib", "mpich") if mpich else ""
@@ -165,6 +165,15 @@ def family_configs(Config, fams, notes):
                 configs.append(Config(f"{fam.name}-ofi", prov, "hydra", fam.bin_dir, env=dict(
                     fam.env(""), MPIR_CVAR_CH4_NETMOD="ofi", FI_PROVIDER=prov),
                     note=fam.root))
+            # MPICH puts of up to the inject size with fi_inject_write, which completes
+            # when the buffer may be reused, so MPI_Win_flush has nothing to wait for; its
+            # own CVAR says that "may break the synchronization" on tcp;ofi_rxm. With it
+            # off, small puts are delivery-complete writes, the semantics btl-ofi keeps.
+            configs.append(Config(f"{fam.name}-ofi-noinject", "tcp;ofi_rxm", "hydra", fam.bin_dir,
+                                  env=dict(fam.env(""), MPIR_CVAR_CH4_NETMOD="ofi",
+                                           FI_PROVIDER="tcp;ofi_rxm",
+                                           MPIR_CVAR_CH4_OFI_DISABLE_INJECT_WRITE="1"),
+                                  note=fam.root))
             # UCX would otherwise pick its shared-memory transports: the namespaces share a kernel
             configs.append(Config(f"{fam.name}-ucx", "", "hydra", fam.bin_dir, env=dict(
                 fam.env(""), MPIR_CVAR_CH4_NETMOD="ucx", UCX_TLS="tcp,self"), note=fam.root))

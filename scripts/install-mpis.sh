@@ -28,8 +28,11 @@ MPICH_VERSION=5.0.2
 IMPI_VERSION=2021.19.0
 PYTHON=${PYTHON:-python3}
 PROGS=(osc_latency osc_bw osc_msgrate osc_atomic_rate)
-COMMON=(osc_harness/bench_common.c osc_harness/bench_output.c osc_harness/bench_sizes.c
-    osc_harness/ofi_pvars.c)
+# The benchmarks' shared sources, as osc_harness/harness.am lists them for the
+# Open MPI build (one list: it went stale here once, when the harness core came).
+read -ra COMMON < <(printf 'include osc_harness/harness.am\nsrc: ; @echo $(filter %%.c,$(osc_harness_bench))\n' |
+    make -s -f - src)
+[ "${#COMMON[@]}" -gt 0 ] || { echo "install-mpis: no sources for osc_harness_bench in osc_harness/harness.am" >&2; exit 1; }
 
 venv() { # venv DIR PIP-ARGS...: a venv with these packages (once)
     local dir=$1
