@@ -43,6 +43,19 @@ uint64_t mca_btl_ofi_inject_key_slow(uint64_t key)
     return key ^ UINT64_C(0x5a5a5a5a00000000) ^ UINT64_C(0x2a);
 }
 
+#if MCA_BTL_OFI_INJECT_CHECK == 2
+/* The checks as one call per operation each (measurement build, see btl_ofi_ops.h). */
+__attribute__((noinline)) bool mca_btl_ofi_inject_eagain_call(void)
+{
+    return 0 != mca_btl_ofi_params.inject_eagain_permille && mca_btl_ofi_inject_eagain_slow();
+}
+
+__attribute__((noinline)) uint64_t mca_btl_ofi_inject_key_call(uint64_t key)
+{
+    return 0 == mca_btl_ofi_params.inject_cq_error_every ? key : mca_btl_ofi_inject_key_slow(key);
+}
+#endif
+
 mca_btl_ofi_op_t *mca_btl_ofi_op_alloc(mca_btl_ofi_module_t *module,
                                        mca_btl_ofi_op_complete_fn_t complete,
                                        struct mca_btl_base_endpoint_t *endpoint,

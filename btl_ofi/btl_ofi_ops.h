@@ -68,24 +68,38 @@ OBJ_CLASS_DECLARATION(mca_btl_ofi_op_t);
 bool mca_btl_ofi_inject_eagain_slow(void);
 uint64_t mca_btl_ofi_inject_key_slow(uint64_t key);
 
+/* MCA_BTL_OFI_INJECT_CHECK (btl_ofi_params.h): how the hot path asks. */
+#if MCA_BTL_OFI_INJECT_CHECK == 2
+bool mca_btl_ofi_inject_eagain_call(void);
+uint64_t mca_btl_ofi_inject_key_call(uint64_t key);
+#endif
+
 /**
  * Debug fault injection (off by default): whether this put/get/atomic is
- * refused as if the provider returned -FI_EAGAIN. Inline so that the
- * disabled case costs one load and a branch.
+ * refused as if the provider returned -FI_EAGAIN.
  */
 static inline bool mca_btl_ofi_inject_eagain(void)
 {
-    return OPAL_UNLIKELY(0 != mca_btl_ofi_params.inject_eagain_permille) &&
+#if MCA_BTL_OFI_INJECT_CHECK == 2
+    return mca_btl_ofi_inject_eagain_call();
+#else
+    return MCA_BTL_OFI_INJECT_CHECK &&
+           OPAL_UNLIKELY(0 != mca_btl_ofi_params.inject_eagain_permille) &&
            mca_btl_ofi_inject_eagain_slow();
+#endif
 }
 
 /** Debug fault injection: the key to post with (corrupted every Nth put/get). */
 static inline uint64_t mca_btl_ofi_inject_key(uint64_t key)
 {
-    if (OPAL_LIKELY(0 == mca_btl_ofi_params.inject_cq_error_every)) {
+#if MCA_BTL_OFI_INJECT_CHECK == 2
+    return mca_btl_ofi_inject_key_call(key);
+#else
+    if (!MCA_BTL_OFI_INJECT_CHECK || OPAL_LIKELY(0 == mca_btl_ofi_params.inject_cq_error_every)) {
         return key;
     }
     return mca_btl_ofi_inject_key_slow(key);
+#endif
 }
 
 /**

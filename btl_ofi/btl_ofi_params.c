@@ -63,7 +63,7 @@ static mca_btl_ofi_int_param_t mca_btl_ofi_int_params[] = {
                 "as if the provider returned -FI_EAGAIN",
         .default_text = "0",
         .min = 0,
-        .max = 1000,
+        .max = MCA_BTL_OFI_INJECT_CHECK ? 1000 : 0, /* 0: built without the check */
         .value = &mca_btl_ofi_params.inject_eagain_permille,
     },
     {
@@ -74,7 +74,7 @@ static mca_btl_ofi_int_param_t mca_btl_ofi_int_params[] = {
                 "the operation (see NOTES.txt)",
         .default_text = "0",
         .min = 0,
-        .max = INT32_MAX,
+        .max = MCA_BTL_OFI_INJECT_CHECK ? INT32_MAX : 0,
         .value = &mca_btl_ofi_params.inject_cq_error_every,
     },
 };

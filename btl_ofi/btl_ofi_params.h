@@ -36,6 +36,18 @@ enum mca_btl_ofi_completion_t {
 };
 
 /** The MCA parameters, as registered and as parsed at init. */
+/*
+ * How each put, get and atomic asks whether a fault is injected, a build-time
+ * choice kept so that its cost can be measured (osc_harness/PERFORMANCE.md):
+ *   MCA_BTL_OFI_INJECT_CHECK 1 (default) inline: a load and a predicted-not-taken branch
+ *   MCA_BTL_OFI_INJECT_CHECK 2 an out-of-line call per operation (the code before the
+ *                            checks were inlined), for the before/after comparison
+ *   MCA_BTL_OFI_INJECT_CHECK 0 no check: the inject_* parameters are refused
+ */
+#ifndef MCA_BTL_OFI_INJECT_CHECK
+#define MCA_BTL_OFI_INJECT_CHECK 1
+#endif
+
 typedef struct mca_btl_ofi_params_t {
     char *provider_include;
     char *provider_exclude;

@@ -39,7 +39,7 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import compare_net
 
@@ -77,6 +77,7 @@ class Config:
     mca: list = field(default_factory=list)
     note: str = ""     # "hydra": the MPI's install root (its bin/mpiexec launches)
     env: dict = field(default_factory=dict)  # extra environment of its runs
+    ours_dir: str = ""  # a btl-ofi configuration: the directory its DSO must be mapped from
 
     @property
     def label(self):
@@ -278,7 +279,7 @@ def carried_label(cfg, meta, row, paths):
     if cfg.kind == "hydra":
         return f"{cfg.name} (its own build and launcher)"
     so = meta.get("btl_ofi_so", "")
-    ours_dir = paths["BTL_OFI_COMPONENT_DIR"].rstrip("/") + "/"
+    ours_dir = (cfg.ours_dir or paths["BTL_OFI_COMPONENT_DIR"]).rstrip("/") + "/"
     how = f"; {meta['osc_path']}" if meta.get("osc_path") else ""
     if row.get("carried_by") == "btl_ofi":
         return (f"btl-ofi (ours; counters moved{how})" if so.startswith(ours_dir) else
@@ -642,6 +643,9 @@ def parse_args():
                    help="where osc_latency, osc_bw, ... and ofi_rma_ref are (default: repo root)")
     p.add_argument("--env-file", help="btl-ofi env file (default $BTL_OFI_ENV_FILE, then the "
                    "build tree's btl-ofi-env.sh)")
+    p.add_argument("--also", action="append", default=[], metavar="NAME=ENVFILE",
+                   help="also run btl-ofi as another install's env file names it, as "
+                        "configuration NAME beside ours (e.g. a build with other CPPFLAGS)")
     p.add_argument("--out", help="output directory (default results/<timestamp>)")
     p.add_argument("--timeout", type=int, help="seconds per run (default 30 quick, 300 full); "
                    "a run that times out is not repeated in later repetitions")
@@ -651,6 +655,17 @@ def parse_args():
 def select_configs(args, providers, paths, ucx, hosts):
     net_notes = []
     configs = build_configs(providers, paths, ucx, hosts.iface if hosts else None)
+    for also in args.also:
+        name, _, env_file = also.partition("=")
+        if not name or not env_file:
+            sys.exit(f"compare.py: --also {also!r}: want NAME=ENVFILE")
+        other = read_env_file(env_file)
+        if other["BTL_OFI_COMPONENT"] != paths["BTL_OFI_COMPONENT"]:
+            sys.exit(f"compare.py: --also {name}: {env_file} is for component "
+                     f"{other['BTL_OFI_COMPONENT']}, ours is {paths['BTL_OFI_COMPONENT']}")
+        configs += [replace(c, name=name, component_path=other["OMPI_MCA_mca_base_component_path"],
+                            ours_dir=other["BTL_OFI_COMPONENT_DIR"])
+                    for c in configs if c.name == "ours"]
     if hosts:
         configs += compare_net.family_configs(Config, compare_net.families(), net_notes)
     if args.only:
