@@ -716,7 +716,8 @@ def main():
     base_env = dict(os.environ)
     ucx = has_osc_ucx(run_env(Config("probe", "", "mpi", paths["BTL_OFI_OMPI_PKGLIBDIR"]),
                               base_env, paths))
-    for prog in ("osc_latency", "osc_bw", "osc_msgrate", "osc_atomic_rate", "ofi_rma_ref"):
+    for prog in ("osc_latency", "osc_bw", "osc_msgrate", "osc_atomic_rate", "ofi_rma_ref") + \
+            (("osc_flush_visibility",) if args.net else ()):
         if not os.access(os.path.join(args.bin_dir, prog), os.X_OK):
             sys.exit(f"compare.py: {prog} not found in {args.bin_dir} (build it, or --bin-dir)")
     if not shutil.which("mpirun"):
@@ -735,6 +736,11 @@ def main():
             print(f"compare.py: {note}")
         print(f"compare.py: writing to {outdir}", flush=True)
         runs, start = run_all(args, configs, mode, paths, base_env, hosts, outdir)
+        vis = compare_net.visibility(
+            configs, lambda c: os.path.join(c.component_path if c.kind == "hydra" else args.bin_dir,
+                                            "osc_flush_visibility"),
+            lambda c: run_env(c, base_env, paths), args.timeout, hosts, outdir,
+            locked_run) if args.net else {}
 
     stats, statuses = aggregate(runs)
     report = {
@@ -754,9 +760,11 @@ def main():
     report["targets"] = evaluate_targets(stats, providers, paths["major"])
     if args.net:
         report["net_notes"] = net_notes
-        report["net_summary"] = compare_net.summary_markdown(stats, configs, runs, fmt, ratio)
+        report["visibility"] = vis
+        report["net_summary"] = compare_net.summary_markdown(stats, configs, runs, fmt, ratio) + \
+            compare_net.visibility_lines(vis)
         report["veth"] = compare_net.evidence_lines(runs)
-        report["targets"] += compare_net.targets(stats, check, ratio)
+        report["targets"] += compare_net.targets(stats, check, ratio, vis)
     md = markdown(report, configs)
     report["plots"] = plot(report, configs, outdir)
     with open(os.path.join(outdir, "results.md"), "w") as f:

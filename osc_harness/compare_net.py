@@ -12,6 +12,14 @@ bridge, hosts h1 and h2 joined to it by veth pairs, 10.77.0.0/24).
   cache, set up by scripts/install-mpis.sh together with their own build of
   the benchmarks) are launched by their own hydra across the same namespaces.
 
+The benchmarks use h1 and h2. A third host, h3, serves one more check per
+configuration: osc_flush_visibility's third-party form (3 ranks: rank 0 puts
+8 bytes into rank 1, flushes and tells rank 2, which gets them; rank 1 makes no
+MPI call for 20 ms each round). A configuration whose rank 2 read old data has
+an MPI_Win_flush that returns before the data is at the target; it is shown,
+and left out of the "ours <= best peer" latency targets, since its times do not
+include what MPI's flush must wait for.
+
 What every run proved is recorded with its rows: the bytes and packets each
 host's veth sent while it ran (a run whose hosts did not both send is not a
 network run, its rows are not counted), and the MPI, libfabric and UCX
@@ -44,8 +52,10 @@ NET_MODE = {
     "lat_iters": "2000", "bw_iters": "100", "rate_iters": "200", "budget": "64M",
     "benches": ["latency", "bw", "msgrate"],
 }
-# A run is a network run only if every host sent at least this many packets.
+# A run is a network run only if every host it used sent at least this many packets.
 MIN_PACKETS = 200
+# osc_flush_visibility SIZE ROUNDS BUSY_MS: 8 bytes, 100 rounds, the target busy 20 ms each
+VIS_ARGS = ["8", "100", "20"]
 
 SUMMARY = [("lat_us", op, 8, f"{op} 8 B us") for op in ("put", "get", "acc", "fop", "cas")] + \
     [("bw_MBps", op, size, f"{op} {label} MB/s") for op in ("put", "get")
@@ -84,7 +94,7 @@ def preflight():
 
 @contextlib.contextmanager
 def namespaces(outdir, env_file):
-    """Two host namespaces for the duration of the block, removed on any exit
+    """Three host namespaces (h3 only for the visibility check) for the duration of the block, removed on any exit
     (an exception, Ctrl-C, or SIGTERM, which is turned into SystemExit here)."""
     preflight()
     previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -93,7 +103,7 @@ def namespaces(outdir, env_file):
     env = dict(os.environ, BTL_OFI_ENV_FILE=env_file)
     conf = os.path.join(logdir, "netns.conf")
     try:
-        out = subprocess.run(["bash", SETUP, "--setup-only", "--hosts", "2", "--log-dir", logdir],
+        out = subprocess.run(["bash", SETUP, "--setup-only", "--hosts", "3", "--log-dir", logdir],
                              env=env, capture_output=True, text=True, timeout=120)
         if out.returncode != 0 or not os.path.isfile(conf):
             cannot(f"check-multihost.sh --setup-only exited {out.returncode}: "
@@ -198,8 +208,8 @@ def hydra_hostfile(hosts, outdir):
     return path
 
 
-def command(cfg, exe, prog_args, env, hosts, outdir):
-    """(argv, env) of one run of exe across the host namespaces."""
+def command(cfg, exe, prog_args, env, hosts, outdir, nranks=2):
+    """(argv, env) of one run of exe across the first nranks host namespaces."""
     env = dict(env, **hosts.env(), PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
     if cfg.kind == "raw":
         return [exe, "-N", ",".join(hosts.namespaces[:2])] + prog_args, env
@@ -211,8 +221,8 @@ def command(cfg, exe, prog_args, env, hosts, outdir):
         mpiexec = os.path.join(cfg.note, "bin", "mpiexec")
         return ["ip", "netns", "exec", hosts.hub, mpiexec, "-f", hydra_hostfile(hosts, outdir),
                 "-launcher", "ssh", "-launcher-exec", hosts.agent, "-iface", HUB_BRIDGE,
-                "-n", "2", "-ppn", "1", exe] + prog_args, env
-    argv = hosts.argv_prefix(2) + [a for k in cfg.env for a in ("-x", k)] + cfg.mca
+                "-n", str(nranks), "-ppn", "1", exe] + prog_args, env
+    argv = hosts.argv_prefix(nranks) + [a for k in cfg.env for a in ("-x", k)] + cfg.mca
     return argv + [exe] + prog_args, env
 
 
@@ -286,11 +296,11 @@ def run(exe, cmd, env, timeout, hosts, locked_run):
     return rc, out, err, secs, {"veth": sent, **seen}
 
 
-def proof(evidence, output):
-    """(crossed, text): did both hosts send, and what the run showed beyond its counters
+def proof(evidence, output, nhosts=2):
+    """(crossed, text): did each of the first nhosts hosts send, and what the run showed beyond its counters
     (the MPI's own word, the libraries and components its ranks mapped). The text
     is the same for every run of a configuration; the byte counts stay in evidence."""
-    pkts = [p for _, p in evidence.get("veth", {}).values()]
+    pkts = [p for _, p in list(evidence.get("veth", {}).values())[:nhosts]]
     crossed = bool(pkts) and min(pkts) >= MIN_PACKETS
     parts = [] if crossed else ["NOT a network run (a host sent < %d packets)" % MIN_PACKETS]
     said = []
@@ -318,7 +328,7 @@ def evidence_lines(runs):
         ev = run.get("evidence", {})
         if not ev.get("veth"):
             continue
-        low = min(p for _, p in ev["veth"].values())
+        low = min(p for _, p in list(ev["veth"].values())[:2])
         cur = out.setdefault(run["config"], {"low": low, "kib": 0, "n": 0, "seen": 0,
                                              "mapped": set()})
         cur["low"] = min(cur["low"], low)
@@ -330,6 +340,52 @@ def evidence_lines(runs):
                f"packets per run; rank processes seen in {v['seen']} of {v['n']} runs" +
                (f"; {mapped_text(v['mapped'])}" if v["mapped"] else "")
             for c, v in out.items()}
+
+
+def visibility(configs, exe_of, env_of, timeout, hosts, outdir, locked_run):
+    """{label: {...}}: osc_flush_visibility's third-party form, once per MPI
+    configuration, on all three hosts. exe_of(cfg) is the program built for that
+    MPI, env_of(cfg) its environment."""
+    out = {}
+    for cfg in (c for c in configs if c.kind != "raw"):
+        exe = exe_of(cfg)
+        if not os.access(exe, os.X_OK):
+            out[cfg.label] = {"status": f"not run: no {exe} (make install; scripts/install-mpis.sh)"}
+            continue
+        cmd, env = command(cfg, exe, VIS_ARGS, env_of(cfg), hosts, outdir, nranks=3)
+        rc, o, e, secs, ev = run(exe, cmd, env, timeout, hosts, locked_run)
+        m = re.search(r"rounds=(\d+) stale=(\d+)", o)
+        crossed, proved = proof(ev, o + "\n" + e, nhosts=3)
+        res = {"cmd": cmd, "rc": rc, "seconds": round(secs, 1), "evidence": ev, "proof": proved}
+        if m and rc in (0, 1, 2) and crossed:
+            res.update(status="ok", rounds=int(m.group(1)), stale=int(m.group(2)),
+                       line=o[m.start():].splitlines()[0])
+        else:
+            why = (o + e).strip().splitlines()[-1:] or ["no output"]
+            res.update(status=f"failed (exit {rc}{'' if crossed else ', not across the hosts'})",
+                       why=why[0][:200])
+        out[cfg.label] = res
+        print(f"  visibility {cfg.label:26s} {res['status']}" +
+              (f": stale {res['stale']}/{res['rounds']}" if "stale" in res else ""), flush=True)
+    return out
+
+
+def visibility_lines(vis):
+    """The report's section on it."""
+    lines = ["## Does MPI_Win_flush complete at the target? (third party, "
+             f"osc_flush_visibility {' '.join(VIS_ARGS)} on 3 hosts)\n",
+             "Rank 0 puts 8 bytes into rank 1 and flushes, then tells rank 2 (MPI_Send), "
+             "which gets the bytes from rank 1; rank 1 makes no MPI call for 20 ms each round. "
+             "stale = rounds in which rank 2 read the old value.\n",
+             "| configuration | stale rounds | |", "|---|---:|---|"]
+    for label, r in vis.items():
+        if "stale" in r:
+            verdict = "flush completes at the target" if r["stale"] == 0 else \
+                "flush returns before the data is at the target: not a latency peer"
+            lines.append(f"| {label} | {r['stale']}/{r['rounds']} | {verdict} |")
+        else:
+            lines.append(f"| {label} | - | {r['status']}{': ' + r['why'] if r.get('why') else ''} |")
+    return lines + [""]
 
 
 # ---- report -----------------------------------------------------------------------
@@ -366,18 +422,26 @@ def summary_markdown(stats, configs, runs, fmt, ratio, ref="ours[tcp;ofi_rxm]"):
     return lines
 
 
-def targets(stats, check, ratio, ref="ours[tcp;ofi_rxm]"):
+def targets(stats, check, ratio, vis=None, ref="ours[tcp;ofi_rxm]"):
     """Issue 14 item 4 on the network: ours at or below the best peer on every
     latency row, at or above it on every bandwidth row (peers: every other MPI
-    configuration; the raw reference is not a peer)."""
+    configuration; the raw reference is not a peer). A peer whose flush was seen
+    to return before the data reached the target (vis) is no latency peer: its
+    times leave out what MPI's flush must wait for. Ours must show no stale round."""
+    vis = vis or {}
     t = []
+    r = vis.get(ref, {})
+    if "stale" in r:
+        t.append({"target": "net flush: a third rank reads what ours put and flushed",
+                  "met": r["stale"] == 0, "detail": f"{r['stale']} stale rounds of {r['rounds']}"})
     for metric, op, size, title in SUMMARY:
         key = (metric, op, size)
+        low = metric == "lat_us"
         peers = [(c, s[key]["median"]) for c, s in stats.items()
-                 if not c.startswith(("ours[", "raw[")) and s.get(key, {}).get("n")]
+                 if not c.startswith(("ours[", "raw[")) and s.get(key, {}).get("n")
+                 and not (low and vis.get(c, {}).get("stale"))]
         if not peers:
             continue
-        low = metric == "lat_us"
         best = min(peers, key=lambda p: p[1]) if low else max(peers, key=lambda p: p[1])
         check(t, f"net {title}: ours {'<=' if low else '>='} best peer ({best[0]})",
               ratio(stats, ref, best[0], key), 1.0, "<=" if low else ">=",

@@ -9,47 +9,102 @@
  * providers without delivery-complete semantics: that run shows the check
  * has the power to fail.
  *
- *   osc_flush_visibility [SIZE] [ROUNDS]      default 16 MiB, 50 rounds
+ * Third party (BUSY_MS > 0, 3 ranks): after each round's barrier rank 1, the
+ * target, makes no MPI call for BUSY_MS (a rank busy computing); rank 0 puts,
+ * flushes and tells rank 2, which gets the three bytes from rank 1 and checks
+ * them. A flush that returns before the data is in rank 1's memory leaves the
+ * order of rank 1's next progress to chance: rank 2 can read old data. Built
+ * with any MPI's mpicc it checks that MPI (compare.py --net runs it so); the
+ * target's clock does not enter.
  *
- * Prints "size=... rounds=... stale=... btl_ofi_puts=..."; exit 0 if no round
- * was stale, 1 if any was, 2 if btl-ofi did not carry the puts (its put
- * counter on rank 0 moved less than ROUNDS), 77 with fewer than 2 ranks.
+ *   osc_flush_visibility [SIZE] [ROUNDS] [BUSY_MS]   default 16 MiB, 50 rounds, 0
+ *
+ * Prints "size=... rounds=... stale=... btl_ofi_puts=..." (and "busy_ms=..."
+ * for the third-party form); exit 0 if no round was stale, 1 if any was, 2 if
+ * btl-ofi did not carry the puts (its put counter on rank 0 moved less than
+ * ROUNDS), 77 with fewer than 2 ranks (3 for the third-party form).
  */
 
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "harness_core.h"
 #include "ofi_pvars.h"
 
-static int run(size_t size, int rounds, int rank)
+typedef struct vis_ctx {
+    size_t size;
+    int rounds, rank, busy_ms;
+} vis_ctx_t;
+
+/* Rank 1 in the third-party form: no MPI call for ms milliseconds. */
+static void busy(int ms)
 {
-    unsigned char *window = calloc(size, 1), *src = malloc(size);
-    int stale = 0, token = 0;
+    struct timespec t0, t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+}
+
+/* First, middle and last byte of the target window: stale unless all are the pattern. */
+static int stale_bytes(const unsigned char *b, size_t size, unsigned char pattern)
+{
+    return b[0] != pattern || b[size / 2] != pattern || b[size - 1] != pattern;
+}
+
+/* One round, the checker's verdict (1 stale); the checker is rank 1, or rank 2 with a third party. */
+static int round_of(const vis_ctx_t *ctx, int k, unsigned char *src, unsigned char *window,
+                    MPI_Win win)
+{
+    const unsigned char pattern = (unsigned char) k;
+    const int checker = ctx->busy_ms ? 2 : 1;
+    unsigned char got[3];
+    int token = k;
+
+    if (ctx->busy_ms) {
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    if (0 == ctx->rank) {
+        memset(src, pattern, ctx->size);
+        MPI_Put(src, (int) ctx->size, MPI_BYTE, 1, 0, (int) ctx->size, MPI_BYTE, win);
+        MPI_Win_flush(1, win);
+        MPI_Send(&token, 1, MPI_INT, checker, 0, MPI_COMM_WORLD);
+        MPI_Recv(&token, 1, MPI_INT, checker, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else if (checker == ctx->rank) {
+        MPI_Recv(&token, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        if (ctx->busy_ms) {
+            const MPI_Aint at[3] = {0, (MPI_Aint) (ctx->size / 2), (MPI_Aint) ctx->size - 1};
+            for (int i = 0; i < 3; ++i) {
+                MPI_Get(&got[i], 1, MPI_BYTE, 1, at[i], 1, MPI_BYTE, win);
+            }
+            MPI_Win_flush(1, win);
+        }
+        MPI_Send(&token, 1, MPI_INT, 0, 1, MPI_COMM_WORLD);
+        return ctx->busy_ms ? stale_bytes(got, 3, pattern) : stale_bytes(window, ctx->size, pattern);
+    } else if (1 == ctx->rank) {
+        busy(ctx->busy_ms);
+    }
+    return 0;
+}
+
+static int run(const vis_ctx_t *ctx)
+{
+    unsigned char *window = calloc(ctx->size, 1), *src = malloc(ctx->size);
+    int stale = 0;
     MPI_Win win;
 
     if (NULL == window || NULL == src) {
-        fprintf(stderr, "cannot allocate %zu bytes\n", size);
+        fprintf(stderr, "cannot allocate %zu bytes\n", ctx->size);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    MPI_Win_create(window, (MPI_Aint) size, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+    MPI_Win_create(window, (MPI_Aint) ctx->size, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
     MPI_Win_lock_all(0, win);
-    for (int k = 1; k <= rounds; ++k) {
-        const unsigned char pattern = (unsigned char) k;
-        if (0 == rank) {
-            memset(src, pattern, size);
-            MPI_Put(src, (int) size, MPI_BYTE, 1, 0, (int) size, MPI_BYTE, win);
-            MPI_Win_flush(1, win);
-            MPI_Send(&k, 1, MPI_INT, 1, 0, MPI_COMM_WORLD);
-            MPI_Recv(&token, 1, MPI_INT, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        } else if (1 == rank) {
-            MPI_Recv(&token, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            stale += window[0] != pattern || window[size / 2] != pattern ||
-                     window[size - 1] != pattern;
-            MPI_Send(&token, 1, MPI_INT, 0, 1, MPI_COMM_WORLD);
-        }
+    for (int k = 1; k <= ctx->rounds; ++k) {
+        stale += round_of(ctx, k, src, window, win);
     }
     MPI_Win_unlock_all(win);
     MPI_Win_free(&win);
@@ -57,11 +112,6 @@ static int run(size_t size, int rounds, int rank)
     free(src);
     return stale;
 }
-
-typedef struct vis_ctx {
-    size_t size;
-    int rounds, rank;
-} vis_ctx_t;
 
 static int run_counted(void *arg)
 {
@@ -71,14 +121,15 @@ static int run_counted(void *arg)
     unsigned long puts;
 
     ofi_pvars_read(&before);
-    stale = run(ctx->size, ctx->rounds, ctx->rank);
+    stale = run(ctx);
     ofi_pvars_read(&after);
     puts = after.value[OFI_PVAR_PUTS] - before.value[OFI_PVAR_PUTS];
     ours = after.present && puts >= (unsigned long) ctx->rounds;
-    MPI_Bcast(&stale, 1, MPI_INT, 1, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &stale, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (0 == ctx->rank) {
-        printf("size=%zu rounds=%d stale=%d btl_ofi_puts=%lu%s\n", ctx->size, ctx->rounds, stale,
+        printf("size=%zu rounds=%d stale=%d btl_ofi_puts=%lu%s", ctx->size, ctx->rounds, stale,
                puts, ours ? "" : " NOT CARRIED BY btl-ofi");
+        printf(ctx->busy_ms ? " third_party busy_ms=%d\n" : "\n", ctx->busy_ms);
     }
     MPI_Bcast(&ours, 1, MPI_INT, 0, MPI_COMM_WORLD);
     return stale ? HARNESS_EXIT_FAIL : (ours ? HARNESS_EXIT_PASS : HARNESS_EXIT_NOT_OURS);
@@ -89,12 +140,15 @@ int main(int argc, char **argv)
     vis_ctx_t ctx = {
         .size = (argc > 1) ? strtoull(argv[1], NULL, 0) : 16u << 20,
         .rounds = (argc > 2) ? atoi(argv[2]) : 50,
+        .busy_ms = (argc > 3) ? atoi(argv[3]) : 0,
     };
     int nranks;
 
     harness_init(&argc, &argv, HARNESS_MPI_INIT, NULL, &ctx.rank, &nranks, NULL, NULL, NULL, 0);
-    if (nranks < 2 || 0 == ctx.size || ctx.size > (size_t) 1 << 30 || ctx.rounds < 1) {
-        return harness_skip(ctx.rank, "needs >= 2 ranks, 0 < SIZE <= 1 GiB, ROUNDS >= 1\n");
+    if (nranks < (ctx.busy_ms ? 3 : 2) || 0 == ctx.size || ctx.size > (size_t) 1 << 30 ||
+        ctx.rounds < 1 || ctx.busy_ms < 0 || ctx.busy_ms > 60000) {
+        return harness_skip(ctx.rank, "needs >= 2 ranks (3 with BUSY_MS), 0 < SIZE <= 1 GiB, "
+                                      "ROUNDS >= 1, 0 <= BUSY_MS <= 60000\n");
     }
     return harness_run(run_counted, &ctx);
 }

@@ -28,11 +28,17 @@ MPICH_VERSION=5.0.2
 IMPI_VERSION=2021.19.0
 PYTHON=${PYTHON:-python3}
 PROGS=(osc_latency osc_bw osc_msgrate osc_atomic_rate)
-# The benchmarks' shared sources, as osc_harness/harness.am lists them for the
-# Open MPI build (one list: it went stale here once, when the harness core came).
-read -ra COMMON < <(printf 'include osc_harness/harness.am\nsrc: ; @echo $(filter %%.c,$(osc_harness_bench))\n' |
-    make -s -f - src)
-[ "${#COMMON[@]}" -gt 0 ] || { echo "install-mpis: no sources for osc_harness_bench in osc_harness/harness.am" >&2; exit 1; }
+# The shared sources, as osc_harness/harness.am lists them for the Open MPI build
+# (one list: it went stale here once, when the harness core came): the
+# benchmarks', and those of osc_flush_visibility (compare.py --net's check that
+# MPI_Win_flush completes at the target).
+am_sources() { # am_sources VARIABLE: the .c files of that harness.am variable
+    printf 'include osc_harness/harness.am\nsrc: ; @echo $(filter %%.c,$(%s))\n' "$1" | make -s -f - src
+}
+read -ra COMMON < <(am_sources osc_harness_bench)
+read -ra VIS_COMMON < <(am_sources osc_harness_common)
+[ "${#COMMON[@]}" -gt 0 ] && [ "${#VIS_COMMON[@]}" -gt 0 ] ||
+    { echo "install-mpis: no harness sources found in osc_harness/harness.am" >&2; exit 1; }
 
 venv() { # venv DIR PIP-ARGS...: a venv with these packages (once)
     local dir=$1
@@ -49,12 +55,13 @@ build() { # build DIR [ENV=VALUE...]: the benchmarks with DIR's mpicc into DIR/b
     local dir=$1 prog
     shift
     mkdir -p "$dir/bench-bin"
-    for prog in "${PROGS[@]}"; do
+    for prog in "${PROGS[@]}" osc_flush_visibility; do
+        local -a srcs=("${COMMON[@]}")
+        [ "$prog" != osc_flush_visibility ] || srcs=("${VIS_COMMON[@]}")
         env "$@" "$dir/bin/mpicc" -std=gnu11 -O2 -Wall -Wextra -Werror \
-            -DOSC_HARNESS_COMPONENT='"ofirma"' -o "$dir/bench-bin/$prog" \
-            "osc_harness/$prog.c" "${COMMON[@]}"
+            -DOSC_HARNESS_COMPONENT='"ofirma"' -o "$dir/bench-bin/$prog" "osc_harness/$prog.c" "${srcs[@]}"
     done
-    echo "install-mpis: $dir/bench-bin: ${PROGS[*]} ($(env "$@" "$dir/bin/mpicc" -show | cut -d' ' -f1)," \
+    echo "install-mpis: $dir/bench-bin: ${PROGS[*]} osc_flush_visibility ($(env "$@" "$dir/bin/mpicc" -show | cut -d' ' -f1)," \
         "libmpi $(ldd "$dir/bench-bin/osc_latency" | awk '/libmpi/ { print $3 }'))"
 }
 
