@@ -18,7 +18,9 @@
 #
 # Per provider (default: "tcp;ofi_rxm" sockets), one rank per host namespace:
 #   osc_demo              3 ranks (or --hosts): exact results, btl_ofi counters moved
-#   osc_flush_visibility  2 ranks, 4 MiB x 30 rounds: stale=0
+#   osc_flush_visibility  2 ranks, 4 MiB x 30 rounds: stale=0; with 3 hosts also
+#                         its third-party form (8 B x 100 rounds, the target busy
+#                         20 ms each round without MPI calls): stale=0
 #   osc_stress            3 ranks, 4 epochs, create+allocate windows: exact
 #   --with-dynamic adds osc_stress on MPI_Win_create_dynamic windows: it hangs
 #   across namespaces in ompi_osc_rdma_find_dynamic_region with Open MPI 4.1.4,
@@ -317,8 +319,8 @@ where_check() {
 ROWS=()
 FAILED=0
 row() { # row PROGRAM PROVIDER NP RESULT COUNTERS WHERE SECONDS LOG
-    ROWS+=("$(printf '%-20s %-12s %-5s %-10s %-46s %-44s %5ss' "$1" "$2" "$3" "$4" "$5" "$6" "$7")")
-    printf '  %-20s %-12s %s ranks: %s (%ss)\n' "$1" "$2" "$3" "$4" "$7"
+    ROWS+=("$(printf '%-24s %-12s %-5s %-10s %-46s %-44s %5ss' "$1" "$2" "$3" "$4" "$5" "$6" "$7")")
+    printf '  %-24s %-12s %s ranks: %s (%ss)\n' "$1" "$2" "$3" "$4" "$7"
     if [ "$4" != PASS ]; then
         FAILED=1
         echo "---- $1 on $2: $4 (log: $8), last lines:" >&2
@@ -440,6 +442,9 @@ echo "  providers: ${PROVIDERS[*]}; osc_stress seed $SEED; logs $LOG_DIR"
 for prov in "${PROVIDERS[@]}"; do
     one osc_demo "$prov" "$NHOSTS" 90 osc_demo
     one osc_flush_visibility "$prov" 2 120 osc_flush_visibility $((4 << 20)) 30
+    if [ "$NHOSTS" -ge 3 ]; then
+        one osc_flush_visibility-3rd "$prov" 3 120 osc_flush_visibility 8 100 20
+    fi
     one osc_stress "$prov" "$NHOSTS" 180 osc_stress -s "$SEED" -e 4 -f create,allocate
     if [ $DYNAMIC -eq 1 ]; then
         one osc_stress-dynamic "$prov" "$NHOSTS" 60 osc_stress -s "$SEED" -e 1 -f dynamic
@@ -449,7 +454,7 @@ done
 
 echo
 echo "== check-multihost summary ($NHOSTS namespaces, ${IPS[*]} on $IFACE, seed $SEED, $(($(date +%s) - T0))s, logs $LOG_DIR)"
-printf '%-20s %-12s %-5s %-10s %-46s %-44s %6s\n' program provider ranks result \
+printf '%-24s %-12s %-5s %-10s %-46s %-44s %6s\n' program provider ranks result \
     "btl_ofi counters (all ranks)" "nodes via interface (fabric), veth tx" time
 printf '%s\n' "${ROWS[@]}"
 if [ ${#CONF_LINES[@]} -gt 0 ]; then
