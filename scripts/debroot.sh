@@ -53,8 +53,9 @@ case "$SUITE" in trixie | sid) ;; *) die "unknown suite '$SUITE' (trixie or sid)
 [ "$(id -u)" = 0 ] || die "needs root (debootstrap, chroot, mounts)"
 
 # What the root holds besides debootstrap's minimal base; setup.sh inside adds
-# the build tools it needs, as it does on the host.
-PACKAGES="ca-certificates openmpi-bin libopenmpi-dev libfabric-dev libfabric-bin
+# the build tools it needs, as it does on the host. iproute2 and procps (ip,
+# sysctl): the network namespaces of compare.py --net and check-multihost.sh.
+PACKAGES="ca-certificates openmpi-bin libopenmpi-dev libfabric-dev libfabric-bin iproute2 procps
 python3-mpi4py python3-numpy python3-pytest python3-cffi"
 STAMP_FILE=etc/btl-ofi-debroot
 STAMP="suite=$SUITE packages=$(echo $PACKAGES)"
