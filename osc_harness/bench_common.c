@@ -38,7 +38,7 @@ static const char *const dir_names[] = {"uni", "bi"};
 /* Returns 0, or -1 on a usage error. */
 static int parse_opts(int argc, char **argv, void *arg)
 {
-    bench_opts_t *opt = &((bench_ctx_t *) arg)->opt;
+    bench_opts_t *opt = &((bench_ctx_t *)arg)->opt;
     const harness_opt_t table[] = {
         BENCH_SWEEP_OPTS(&opt->sweep),
         HARNESS_NAMED('w', HARNESS_OPT_CHOICE, &opt->flavor, flavor_names, 2),
@@ -90,8 +90,8 @@ static int bench_run(void *arg)
     return rc;
 }
 
-int bench_main(int argc, char **argv, const char *name, const char *usage_extra,
-               bench_ctx_t *ctx, int (*run)(bench_ctx_t *ctx))
+int bench_main(int argc, char **argv, const char *name, const char *usage_extra, bench_ctx_t *ctx,
+               int (*run)(bench_ctx_t *ctx))
 {
     int size, rc;
 
@@ -145,16 +145,17 @@ int bench_window_open(bench_ctx_t *ctx, size_t len)
     ctx->win_buf = page_alloc(len);
     ctx->origin = page_alloc(len);
     if (!harness_min_int(NULL != ctx->win_buf && NULL != ctx->origin)) {
-        if (0 == ctx->rank) fprintf(stderr, "%s: cannot allocate 2 x %zu bytes\n", ctx->name, len);
+        if (0 == ctx->rank)
+            fprintf(stderr, "%s: cannot allocate 2 x %zu bytes\n", ctx->name, len);
         return HARNESS_EXIT_FAIL;
     }
     if (BENCH_WIN_CREATE == ctx->opt.flavor) {
-        rc = MPI_Win_create(ctx->win_buf, (MPI_Aint) len, 1, MPI_INFO_NULL, MPI_COMM_WORLD,
+        rc = MPI_Win_create(ctx->win_buf, (MPI_Aint)len, 1, MPI_INFO_NULL, MPI_COMM_WORLD,
                             &ctx->win);
     } else {
         rc = MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &ctx->win);
         if (MPI_SUCCESS == rc) {
-            rc = MPI_Win_attach(ctx->win, ctx->win_buf, (MPI_Aint) len);
+            rc = MPI_Win_attach(ctx->win, ctx->win_buf, (MPI_Aint)len);
         }
         MPI_Get_address(ctx->win_buf, &mine);
         MPI_Sendrecv(&mine, 1, MPI_AINT, ctx->peer, 0, &ctx->peer_base, 1, MPI_AINT, ctx->peer, 0,
@@ -193,7 +194,7 @@ bench_path_t bench_probe_end(const bench_ctx_t *ctx, const bench_probe_t *probe,
     bench_path_t path = {0, 0, "not btl-ofi"};
     ofi_pvars_t after;
 
-    (void) ctx;
+    (void)ctx;
     ofi_pvars_read(&after);
     if (after.present && probe->before.present) {
         for (int i = 0; i < OFI_PVAR_COUNT; ++i) {
@@ -220,8 +221,8 @@ void bench_header(const bench_ctx_t *ctx, const char *what, const bench_field_t 
         printf("{\"bench\": \"%s\", \"meta\": true, \"what\": \"%s\", \"window\": \"%s\", "
                "\"sync\": \"%s\", \"direction\": \"%s\", \"ops_per_sync\": %d, "
                "\"btl_ofi_so\": \"%s\", \"btl_ofi_counters\": %s}\n",
-               ctx->name, what, flavor_names[ctx->opt.flavor],
-               sync_names[ctx->opt.sync], dir_names[ctx->opt.bidir], ctx->opt.sweep.window, ctx->btl_ofi_so,
+               ctx->name, what, flavor_names[ctx->opt.flavor], sync_names[ctx->opt.sync],
+               dir_names[ctx->opt.bidir], ctx->opt.sweep.window, ctx->btl_ofi_so,
                now.present ? "true" : "false");
     } else {
         printf("# %s: %s\n", ctx->name, what);
@@ -244,7 +245,7 @@ size_t bench_slot(const bench_ctx_t *ctx, size_t size, int j)
 {
     size_t slots = ctx->win_len / size;
 
-    return (slots ? (size_t) j % slots : 0) * size;
+    return (slots ? (size_t)j % slots : 0) * size;
 }
 
 static double post_window(bench_issue_fn fn, void *arg, size_t size, int window)
@@ -310,7 +311,7 @@ static void bench_put_issue(void *arg, size_t size, int j)
     bench_ctx_t *ctx = arg;
     size_t off = bench_slot(ctx, size, j);
 
-    MPI_Put(ctx->origin + off, (int) size, MPI_BYTE, ctx->peer, bench_disp(ctx, off), (int) size,
+    MPI_Put(ctx->origin + off, (int)size, MPI_BYTE, ctx->peer, bench_disp(ctx, off), (int)size,
             MPI_BYTE, ctx->win);
 }
 
@@ -319,7 +320,7 @@ static void bench_get_issue(void *arg, size_t size, int j)
     bench_ctx_t *ctx = arg;
     size_t off = bench_slot(ctx, size, j);
 
-    MPI_Get(ctx->origin + off, (int) size, MPI_BYTE, ctx->peer, bench_disp(ctx, off), (int) size,
+    MPI_Get(ctx->origin + off, (int)size, MPI_BYTE, ctx->peer, bench_disp(ctx, off), (int)size,
             MPI_BYTE, ctx->win);
 }
 
@@ -333,7 +334,7 @@ void bench_measure(bench_ctx_t *ctx, int active, bench_issue_fn fn, void *arg, s
 {
     bench_probe_t probe;
 
-    bench_iterations(ctx, size * (size_t) ctx->opt.sweep.window, &run->iters, &run->warmup);
+    bench_iterations(ctx, size * (size_t)ctx->opt.sweep.window, &run->iters, &run->warmup);
     bench_probe_begin(&probe);
     run->t = bench_windowed(ctx, active, fn, arg, size, run->iters, run->warmup);
     run->path = bench_probe_end(ctx, &probe, counters);
@@ -351,7 +352,8 @@ int bench_rma_sweep(bench_ctx_t *ctx, const char *metric, size_t window_bytes, i
     memset(ctx->origin, fill, ctx->win_len);
     snprintf(what, sizeof(what), "%s %s, %d operations per %s",
              ctx->opt.bidir ? "bidirectional" : "unidirectional", metric, ctx->opt.sweep.window,
-             BENCH_SYNC_FLUSH == ctx->opt.sync ? "MPI_Win_flush (lock_all epoch)" : "MPI_Win_fence");
+             BENCH_SYNC_FLUSH == ctx->opt.sync ? "MPI_Win_flush (lock_all epoch)"
+                                               : "MPI_Win_fence");
     bench_header(ctx, what, columns, ncols);
     for (size_t o = 0; o < sizeof(bench_rma_ops) / sizeof(bench_rma_ops[0]); ++o) {
         if (!bench_op_wanted(ctx, bench_rma_ops[o].name, 1)) {

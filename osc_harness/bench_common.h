@@ -28,16 +28,16 @@ typedef struct bench_opts {
 } bench_opts_t;
 
 typedef struct bench_ctx {
-    const char *name; /* program name, the "bench" key of every record */
-    const char *usage_extra;          /* the -o line's list of operations */
+    const char *name;                  /* program name, the "bench" key of every record */
+    const char *usage_extra;           /* the -o line's list of operations */
     int (*run)(struct bench_ctx *ctx); /* the program's measurements */
     int rank, peer;
     bench_opts_t opt;
     MPI_Win win;
-    char *win_buf;       /* local window memory (page aligned) */
+    char *win_buf; /* local window memory (page aligned) */
     size_t win_len;
-    MPI_Aint peer_base;  /* displacement of the peer's window memory (0 unless dynamic) */
-    char *origin;        /* local source / destination buffer, win_len bytes */
+    MPI_Aint peer_base;   /* displacement of the peer's window memory (0 unless dynamic) */
+    char *origin;         /* local source / destination buffer, win_len bytes */
     char btl_ofi_so[512]; /* which mca_btl_ofi.so this process mapped, "" if none */
 } bench_ctx_t;
 
@@ -67,8 +67,8 @@ typedef struct bench_path {
  * MPI_Finalize. ctx may be the first member of the program's own context.
  * @retval the exit code
  */
-int bench_main(int argc, char **argv, const char *name, const char *usage_extra,
-               bench_ctx_t *ctx, int (*run)(bench_ctx_t *ctx));
+int bench_main(int argc, char **argv, const char *name, const char *usage_extra, bench_ctx_t *ctx,
+               int (*run)(bench_ctx_t *ctx));
 
 /** True if the op was asked for with -o (or -o was not given and dflt is true). */
 int bench_op_wanted(const bench_ctx_t *ctx, const char *op, int dflt);
@@ -86,7 +86,7 @@ void bench_window_close(bench_ctx_t *ctx);
 /** Target displacement of byte offset off in the peer's window. */
 static inline MPI_Aint bench_disp(const bench_ctx_t *ctx, size_t off)
 {
-    return ctx->peer_base + (MPI_Aint) off;
+    return ctx->peer_base + (MPI_Aint)off;
 }
 
 /* Probe: local snapshot, then a collective that sums the counters that moved. */
@@ -146,7 +146,6 @@ typedef struct bench_rma_op {
 
 /** put and get, in that order. */
 extern const bench_rma_op_t bench_rma_ops[2];
-
 
 /** Prints the result row of one measured (op, size). */
 typedef void (*bench_rma_row_fn)(bench_ctx_t *ctx, const bench_rma_op_t *op, size_t size,

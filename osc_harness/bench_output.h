@@ -17,10 +17,18 @@ typedef struct bench_field {
     double d;
 } bench_field_t;
 
-#define BENCH_STR(k, w, v) {.key = (k), .width = (w), .type = BENCH_F_STR, .s = (v)}
-#define BENCH_INT(k, w, v) {.key = (k), .width = (w), .type = BENCH_F_INT, .i = (long long) (v)}
-#define BENCH_DBL(k, w, p, v)                                                                  \
-    {.key = (k), .width = (w), .prec = (p), .type = BENCH_F_DBL, .d = (double) (v)}
+#define BENCH_STR(k, w, v)                                                                         \
+    {                                                                                              \
+        .key = (k), .width = (w), .type = BENCH_F_STR, .s = (v)                                    \
+    }
+#define BENCH_INT(k, w, v)                                                                         \
+    {                                                                                              \
+        .key = (k), .width = (w), .type = BENCH_F_INT, .i = (long long)(v)                         \
+    }
+#define BENCH_DBL(k, w, p, v)                                                                      \
+    {                                                                                              \
+        .key = (k), .width = (w), .prec = (p), .type = BENCH_F_DBL, .d = (double)(v)               \
+    }
 
 /** Column names, right-aligned to each field's width. */
 void bench_print_columns(const bench_field_t *cols, int n);

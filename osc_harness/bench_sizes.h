@@ -47,17 +47,18 @@ int bench_sweep_iters(const char *arg, void *sweep);
 int bench_sweep_window(const char *arg, void *window);
 
 /* The harness_getopt table entries of the sweep options, filling *(s). */
-#define BENCH_SWEEP_OPTS(s)                                                                    \
-    HARNESS_CUSTOM('o', &(s)->ops, harness_list_parse),                                        \
-        HARNESS_CUSTOM('S', (s), bench_sweep_sizes), HARNESS_ARG('m', HARNESS_OPT_SIZE, &(s)->min), \
-        HARNESS_ARG('M', HARNESS_OPT_SIZE, &(s)->max), HARNESS_CUSTOM('i', (s), bench_sweep_iters), \
-        HARNESS_ARG('x', HARNESS_OPT_INT, &(s)->warmup),                                       \
-        HARNESS_ARG('B', HARNESS_OPT_SIZE, &(s)->budget),                                      \
+#define BENCH_SWEEP_OPTS(s)                                                                        \
+    HARNESS_CUSTOM('o', &(s)->ops, harness_list_parse),                                            \
+        HARNESS_CUSTOM('S', (s), bench_sweep_sizes),                                               \
+        HARNESS_ARG('m', HARNESS_OPT_SIZE, &(s)->min),                                             \
+        HARNESS_ARG('M', HARNESS_OPT_SIZE, &(s)->max),                                             \
+        HARNESS_CUSTOM('i', (s), bench_sweep_iters),                                               \
+        HARNESS_ARG('x', HARNESS_OPT_INT, &(s)->warmup),                                           \
+        HARNESS_ARG('B', HARNESS_OPT_SIZE, &(s)->budget),                                          \
         HARNESS_CUSTOM('W', &(s)->window, bench_sweep_window), HARNESS_FLAG('j', &(s)->json, 1)
 
 /** bench_scale_iterations with the sweep's -i, -x and -B, for bytes_per_iter. */
-void bench_sweep_iterations(const bench_sweep_t *s, size_t bytes_per_iter, int *iters,
-                            int *warmup);
+void bench_sweep_iterations(const bench_sweep_t *s, size_t bytes_per_iter, int *iters, int *warmup);
 /** Distinct slots for a whole window (-W) of the largest size, within 64 MiB; at least floor. */
 size_t bench_sweep_window_bytes(const bench_sweep_t *s, size_t floor);
 

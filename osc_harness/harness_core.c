@@ -50,7 +50,7 @@ int harness_parse_size(const char *text, size_t *out)
     if ('\0' != *end || 0 == v) {
         return -1;
     }
-    *out = (size_t) v;
+    *out = (size_t)v;
     return 0;
 }
 

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #ifndef OSC_HARNESS_COMPONENT
-#    define OSC_HARNESS_COMPONENT "ofi"
+#define OSC_HARNESS_COMPONENT "ofi"
 #endif
 
 static const char *const suffixes[OFI_PVAR_COUNT] = {

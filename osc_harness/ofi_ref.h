@@ -36,7 +36,7 @@ typedef struct ref_fabric {
     struct fid_mr *mr;
     int delivery_complete; /* 0: remote completion proven by a read after the writes */
 
-    char *region;      /* registered: data, then the control page */
+    char *region; /* registered: data, then the control page */
     size_t data_len;
     volatile uint64_t *ctrl; /* first word of the control page: step counter the peer writes */
     uint64_t *scratch;       /* second word: proof reads target it */
@@ -49,8 +49,8 @@ typedef struct ref_fabric {
     struct fi_context2 *ctxs; /* one per operation in flight */
     int nctx;
     uint64_t outstanding;
-    uint64_t step_src;  /* source of the step word written to the peer */
-    int64_t proof_src;  /* operand/result of proof reads */
+    uint64_t step_src; /* source of the step word written to the peer */
+    int64_t proof_src; /* operand/result of proof reads */
     int64_t proof_dst;
 } ref_fabric_t;
 
@@ -77,8 +77,7 @@ void ref_wait_all(ref_fabric_t *f);
 void ref_write(ref_fabric_t *f, size_t off, size_t len, int slot);
 void ref_read(ref_fabric_t *f, size_t off, size_t len, int slot);
 void ref_atomic_add(ref_fabric_t *f, const int64_t *operand, size_t off, int slot);
-void ref_fetch_add(ref_fabric_t *f, const int64_t *operand, int64_t *result, size_t off,
-                   int slot);
+void ref_fetch_add(ref_fabric_t *f, const int64_t *operand, int64_t *result, size_t off, int slot);
 void ref_cswap(ref_fabric_t *f, const int64_t *desired, const int64_t *compare, int64_t *result,
                size_t off, int slot);
 

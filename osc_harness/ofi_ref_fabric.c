@@ -37,7 +37,7 @@ static struct fi_info *getinfo(const char *prov, uint64_t op_flags, uint64_t msg
     hints->caps = FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
     hints->mode = FI_CONTEXT | FI_CONTEXT2;
     hints->ep_attr->type = FI_EP_RDM;
-    hints->domain_attr->mr_mode = (int) REF_MR_SERVED;
+    hints->domain_attr->mr_mode = (int)REF_MR_SERVED;
     if (hmem) {
         /* as the BTL asks where libfabric >= 1.18: system memory only */
         hints->caps |= FI_HMEM;
@@ -93,14 +93,22 @@ static void open_fids(ref_fabric_t *f)
     struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_CONTEXT, .wait_obj = FI_WAIT_NONE};
     int rc;
 
-    if ((rc = fi_fabric(f->info->fabric_attr, &f->fabric, NULL))) die("fi_fabric", rc);
-    if ((rc = fi_domain(f->fabric, f->info, &f->domain, NULL))) die("fi_domain", rc);
-    if ((rc = fi_av_open(f->domain, &av_attr, &f->av, NULL))) die("fi_av_open", rc);
-    if ((rc = fi_cq_open(f->domain, &cq_attr, &f->cq, NULL))) die("fi_cq_open", rc);
-    if ((rc = fi_endpoint(f->domain, f->info, &f->ep, NULL))) die("fi_endpoint", rc);
-    if ((rc = fi_ep_bind(f->ep, &f->av->fid, 0))) die("fi_ep_bind(av)", rc);
-    if ((rc = fi_ep_bind(f->ep, &f->cq->fid, FI_TRANSMIT | FI_RECV))) die("fi_ep_bind(cq)", rc);
-    if ((rc = fi_enable(f->ep))) die("fi_enable", rc);
+    if ((rc = fi_fabric(f->info->fabric_attr, &f->fabric, NULL)))
+        die("fi_fabric", rc);
+    if ((rc = fi_domain(f->fabric, f->info, &f->domain, NULL)))
+        die("fi_domain", rc);
+    if ((rc = fi_av_open(f->domain, &av_attr, &f->av, NULL)))
+        die("fi_av_open", rc);
+    if ((rc = fi_cq_open(f->domain, &cq_attr, &f->cq, NULL)))
+        die("fi_cq_open", rc);
+    if ((rc = fi_endpoint(f->domain, f->info, &f->ep, NULL)))
+        die("fi_endpoint", rc);
+    if ((rc = fi_ep_bind(f->ep, &f->av->fid, 0)))
+        die("fi_ep_bind(av)", rc);
+    if ((rc = fi_ep_bind(f->ep, &f->cq->fid, FI_TRANSMIT | FI_RECV)))
+        die("fi_ep_bind(cq)", rc);
+    if ((rc = fi_enable(f->ep)))
+        die("fi_enable", rc);
 }
 
 static void register_region(ref_fabric_t *f)
@@ -110,14 +118,14 @@ static void register_region(ref_fabric_t *f)
     int prov_key = !!(f->info->domain_attr->mr_mode & FI_MR_PROV_KEY);
     int rc;
 
-    if (posix_memalign((void **) &f->region, REF_PAGE, len) ||
-        posix_memalign((void **) &f->origin, REF_PAGE, f->data_len)) {
+    if (posix_memalign((void **)&f->region, REF_PAGE, len) ||
+        posix_memalign((void **)&f->origin, REF_PAGE, f->data_len)) {
         die("posix_memalign", -FI_ENOMEM);
     }
     memset(f->region, 0, len);
     memset(f->origin, 0x5a, f->data_len);
-    f->ctrl = (volatile uint64_t *) (f->region + f->data_len);
-    f->scratch = (uint64_t *) (f->region + f->data_len + 8);
+    f->ctrl = (volatile uint64_t *)(f->region + f->data_len);
+    f->scratch = (uint64_t *)(f->region + f->data_len + 8);
     /* Each process has its own domain, so a fixed requested key cannot collide. */
     rc = fi_mr_reg(f->domain, f->region, len, access, 0, prov_key ? 0 : 1, 0, &f->mr, NULL);
     if (rc) {
@@ -138,7 +146,7 @@ static int full_io(int fd, void *buf, size_t len, int writing)
             return -1;
         }
         p += n;
-        len -= (size_t) n;
+        len -= (size_t)n;
     }
     return 0;
 }
@@ -154,10 +162,11 @@ static void exchange_addresses(ref_fabric_t *f)
     size_t name_len = sizeof(mine.name);
     int rc;
 
-    if ((rc = fi_getname(&f->ep->fid, mine.name, &name_len))) die("fi_getname", rc);
+    if ((rc = fi_getname(&f->ep->fid, mine.name, &name_len)))
+        die("fi_getname", rc);
     mine.name_len = name_len;
     mine.key = fi_mr_key(f->mr);
-    mine.base = (f->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ? (uintptr_t) f->region : 0;
+    mine.base = (f->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ? (uintptr_t)f->region : 0;
     if (full_io(f->sock, &mine, sizeof(mine), 1) || full_io(f->sock, &theirs, sizeof(theirs), 0)) {
         die("out-of-band exchange", -FI_EIO);
     }
@@ -176,7 +185,7 @@ int ref_fabric_open(ref_fabric_t *f, const char *prov, size_t data_len, int max_
     }
     f->data_len = data_len;
     f->nctx = max_window + 8;
-    f->ctxs = calloc((size_t) f->nctx, sizeof(*f->ctxs));
+    f->ctxs = calloc((size_t)f->nctx, sizeof(*f->ctxs));
     if (NULL == f->ctxs) {
         die("calloc", -FI_ENOMEM);
     }
@@ -189,12 +198,18 @@ int ref_fabric_open(ref_fabric_t *f, const char *prov, size_t data_len, int max_
 void ref_fabric_close(ref_fabric_t *f)
 {
     ref_wait_all(f);
-    if (f->mr) fi_close(&f->mr->fid);
-    if (f->ep) fi_close(&f->ep->fid);
-    if (f->cq) fi_close(&f->cq->fid);
-    if (f->av) fi_close(&f->av->fid);
-    if (f->domain) fi_close(&f->domain->fid);
-    if (f->fabric) fi_close(&f->fabric->fid);
+    if (f->mr)
+        fi_close(&f->mr->fid);
+    if (f->ep)
+        fi_close(&f->ep->fid);
+    if (f->cq)
+        fi_close(&f->cq->fid);
+    if (f->av)
+        fi_close(&f->av->fid);
+    if (f->domain)
+        fi_close(&f->domain->fid);
+    if (f->fabric)
+        fi_close(&f->fabric->fid);
     fi_freeinfo(f->info);
     free(f->region);
     free(f->origin);
@@ -203,13 +218,12 @@ void ref_fabric_close(ref_fabric_t *f)
 
 void ref_fabric_describe(const ref_fabric_t *f, char *buf, size_t len)
 {
-    uint64_t m = (uint64_t) f->info->domain_attr->mr_mode;
+    uint64_t m = (uint64_t)f->info->domain_attr->mr_mode;
 
     snprintf(buf, len, "provider %s, mr_mode%s%s%s%s, completion %s, data progress manual",
              f->info->fabric_attr->prov_name, (m & FI_MR_VIRT_ADDR) ? " virt_addr" : "",
              (m & FI_MR_PROV_KEY) ? " prov_key" : "", (m & FI_MR_ALLOCATED) ? " allocated" : "",
-             (m & REF_MR_SERVED) ? "" : " none",
-             f->delivery_complete ? "delivery" : "read_proof");
+             (m & REF_MR_SERVED) ? "" : " none", f->delivery_complete ? "delivery" : "read_proof");
 }
 
 int ref_oob_barrier(ref_fabric_t *f)
@@ -231,17 +245,17 @@ int ref_progress(ref_fabric_t *f)
     ssize_t n = fi_cq_read(f->cq, entries, REF_CQ_BATCH);
 
     if (n > 0) {
-        f->outstanding -= (uint64_t) n;
-        return (int) n;
+        f->outstanding -= (uint64_t)n;
+        return (int)n;
     }
     if (-FI_EAVAIL == n) {
         fi_cq_readerr(f->cq, &err, 0);
-        fprintf(stderr, "ofi_rma_ref: operation failed: %s (prov_errno %d)\n",
-                fi_strerror(err.err), err.prov_errno);
+        fprintf(stderr, "ofi_rma_ref: operation failed: %s (prov_errno %d)\n", fi_strerror(err.err),
+                err.prov_errno);
         exit(1);
     }
     if (-FI_EAGAIN != n) {
-        die("fi_cq_read", (int) n);
+        die("fi_cq_read", (int)n);
     }
     return 0;
 }
@@ -254,16 +268,16 @@ void ref_wait_all(ref_fabric_t *f)
 }
 
 /* Post, progressing while the provider is out of resources. */
-#define REF_POST(f, what, call)                                                                \
-    do {                                                                                       \
-        ssize_t rc_;                                                                           \
-        while (-FI_EAGAIN == (rc_ = (call))) {                                                 \
-            ref_progress(f);                                                                   \
-        }                                                                                      \
-        if (rc_) {                                                                             \
-            die(what, (int) rc_);                                                              \
-        }                                                                                      \
-        ++(f)->outstanding;                                                                    \
+#define REF_POST(f, what, call)                                                                    \
+    do {                                                                                           \
+        ssize_t rc_;                                                                               \
+        while (-FI_EAGAIN == (rc_ = (call))) {                                                     \
+            ref_progress(f);                                                                       \
+        }                                                                                          \
+        if (rc_) {                                                                                 \
+            die(what, (int)rc_);                                                                   \
+        }                                                                                          \
+        ++(f)->outstanding;                                                                        \
     } while (0)
 
 static void *ctx_of(ref_fabric_t *f, int slot)

@@ -50,10 +50,10 @@ typedef struct ref_run {
 typedef enum { OP_PUT, OP_GET, OP_ACC, OP_FOP, OP_CAS } ref_op_id_t;
 
 typedef struct ref_op {
-    const char *name;   /* the MPI operation it stands for */
+    const char *name; /* the MPI operation it stands for */
     const char *fi_call;
     ref_op_id_t id;
-    int atomic;         /* 8-byte integer; the size list does not apply */
+    int atomic; /* 8-byte integer; the size list does not apply */
 } ref_op_t;
 
 static const ref_op_t ref_ops[] = {
@@ -116,17 +116,27 @@ static size_t slot_offset(const ref_run_t *r, size_t size, int j)
 {
     size_t slots = r->f.data_len / size;
 
-    return (slots ? (size_t) j % slots : 0) * size;
+    return (slots ? (size_t)j % slots : 0) * size;
 }
 
 static void issue(ref_run_t *r, const ref_op_t *op, size_t size, int j)
 {
     switch (op->id) {
-    case OP_PUT: ref_write(&r->f, slot_offset(r, size, j), size, j); break;
-    case OP_GET: ref_read(&r->f, slot_offset(r, size, j), size, j); break;
-    case OP_ACC: ref_atomic_add(&r->f, &r->one, 0, j); break;
-    case OP_FOP: ref_fetch_add(&r->f, &r->one, &r->results[j], 0, j); break;
-    case OP_CAS: ref_cswap(&r->f, &r->desired, &r->compare, &r->results[j], 8, j); break;
+    case OP_PUT:
+        ref_write(&r->f, slot_offset(r, size, j), size, j);
+        break;
+    case OP_GET:
+        ref_read(&r->f, slot_offset(r, size, j), size, j);
+        break;
+    case OP_ACC:
+        ref_atomic_add(&r->f, &r->one, 0, j);
+        break;
+    case OP_FOP:
+        ref_fetch_add(&r->f, &r->one, &r->results[j], 0, j);
+        break;
+    case OP_CAS:
+        ref_cswap(&r->f, &r->desired, &r->compare, &r->results[j], 8, j);
+        break;
     }
 }
 
@@ -166,15 +176,17 @@ static ref_times_t windowed(ref_run_t *r, const ref_op_t *op, int active, size_t
 /* The target word of the adds ends at the number of operations; cas leaves 1. */
 static int atomics_valid(ref_run_t *r, const ref_op_t *op, int64_t total)
 {
-    const int64_t *word = (const int64_t *) r->f.region;
+    const int64_t *word = (const int64_t *)r->f.region;
     double mine = 1, theirs = 1;
 
     if (1 == r->f.role && op->atomic) {
         mine = (OP_CAS == op->id) ? (1 == word[1]) : (word[0] == total);
         if (mine <= 0) {
-            fprintf(stderr, "ofi_rma_ref: %s (%s, int64) left %" PRId64 " in the target word, "
-                            "expected %" PRId64 "\n", op->name, op->fi_call,
-                    OP_CAS == op->id ? word[1] : word[0], OP_CAS == op->id ? 1 : total);
+            fprintf(stderr,
+                    "ofi_rma_ref: %s (%s, int64) left %" PRId64 " in the target word, "
+                    "expected %" PRId64 "\n",
+                    op->name, op->fi_call, OP_CAS == op->id ? word[1] : word[0],
+                    OP_CAS == op->id ? 1 : total);
         }
     }
     ref_oob_exchange(&r->f, mine, &theirs);
@@ -183,7 +195,7 @@ static int atomics_valid(ref_run_t *r, const ref_op_t *op, int64_t total)
 
 static void reset_atomics(ref_run_t *r)
 {
-    int64_t *word = (int64_t *) r->f.region;
+    int64_t *word = (int64_t *)r->f.region;
 
     word[0] = word[1] = 0;
 }
@@ -201,7 +213,8 @@ typedef struct ref_test {
 #define OPBIT(id) (1u << (id))
 
 static const ref_test_t ref_tests[] = {
-    {"latency", T_LAT, OPBIT(OP_PUT) | OPBIT(OP_GET) | OPBIT(OP_ACC) | OPBIT(OP_FOP) | OPBIT(OP_CAS)},
+    {"latency", T_LAT,
+     OPBIT(OP_PUT) | OPBIT(OP_GET) | OPBIT(OP_ACC) | OPBIT(OP_FOP) | OPBIT(OP_CAS)},
     {"bw", T_BW, OPBIT(OP_PUT) | OPBIT(OP_GET)},
     {"bibw", T_BIBW, OPBIT(OP_PUT) | OPBIT(OP_GET)},
     {"msgrate", T_MSGRATE, OPBIT(OP_PUT) | OPBIT(OP_GET)},
@@ -224,12 +237,12 @@ static int run_row(ref_run_t *r, const ref_test_t *test, const ref_op_t *op, siz
     double ops, bytes;
     ref_times_t t;
 
-    bench_sweep_iterations(&r->o.sweep, size * (size_t) window, &iters, &warmup);
+    bench_sweep_iterations(&r->o.sweep, size * (size_t)window, &iters, &warmup);
     reset_atomics(r);
     t = windowed(r, op, active, size, window, iters, warmup);
-    valid = atomics_valid(r, op, (int64_t) window * (warmup + iters));
-    ops = (double) window * iters * (T_BIBW == test->id ? 2 : 1);
-    bytes = ops * (double) size;
+    valid = atomics_valid(r, op, (int64_t)window * (warmup + iters));
+    ops = (double)window * iters * (T_BIBW == test->id ? 2 : 1);
+    bytes = ops * (double)size;
 
     bench_field_t row[] = {
         BENCH_STR("test", 12, test->name),
@@ -239,12 +252,12 @@ static int run_row(ref_run_t *r, const ref_test_t *test, const ref_op_t *op, siz
         BENCH_DBL("us_per_iter", 12, 3, 1e6 * t.elapsed / iters),
         BENCH_DBL("bw_MBps", 11, 2, bytes / t.elapsed / 1e6),
         BENCH_DBL("ops_per_s", 13, 0, ops / t.elapsed),
-        BENCH_DBL("post_ns", 12, 1, 1e9 * t.post / ((double) window * iters)),
+        BENCH_DBL("post_ns", 12, 1, 1e9 * t.post / ((double)window * iters)),
         BENCH_STR("valid", 6, valid ? "yes" : "WRONG"),
         BENCH_STR("fi_call", 18, op->fi_call),
         BENCH_STR("carried_by", 16, carried),
     };
-    emit(r, row, (int) (sizeof(row) / sizeof(row[0])));
+    emit(r, row, (int)(sizeof(row) / sizeof(row[0])));
     return valid;
 }
 
@@ -260,7 +273,8 @@ static int run_test(ref_run_t *r, const ref_test_t *test, char *carried)
         }
         for (int s = 0; s < r->o.sweep.nsizes; ++s) {
             size_t size = op->atomic ? 8 : r->o.sweep.sizes[s];
-            if (T_MSGRATE == test->id && r->o.sweep.default_sizes && size > REF_MSGRATE_DEFAULT_MAX) {
+            if (T_MSGRATE == test->id && r->o.sweep.default_sizes &&
+                size > REF_MSGRATE_DEFAULT_MAX) {
                 break;
             }
             failures += !run_row(r, test, op, size, carried);
@@ -273,10 +287,10 @@ static int run_test(ref_run_t *r, const ref_test_t *test, char *carried)
 }
 
 static const bench_field_t columns[] = {
-    BENCH_STR("test", 12, ""),     BENCH_STR("op", 5, ""),        BENCH_STR("size", 9, ""),
-    BENCH_STR("iters", 7, ""),     BENCH_STR("us_per_iter", 12, ""),   BENCH_STR("bw_MBps", 11, ""),
-    BENCH_STR("ops_per_s", 13, ""), BENCH_STR("post_ns", 12, ""),  BENCH_STR("valid", 6, ""),
-    BENCH_STR("fi_call", 18, ""),  BENCH_STR("carried_by", 16, ""),
+    BENCH_STR("test", 12, ""),      BENCH_STR("op", 5, ""),           BENCH_STR("size", 9, ""),
+    BENCH_STR("iters", 7, ""),      BENCH_STR("us_per_iter", 12, ""), BENCH_STR("bw_MBps", 11, ""),
+    BENCH_STR("ops_per_s", 13, ""), BENCH_STR("post_ns", 12, ""),     BENCH_STR("valid", 6, ""),
+    BENCH_STR("fi_call", 18, ""),   BENCH_STR("carried_by", 16, ""),
 };
 
 static void header(const ref_run_t *r)
@@ -299,7 +313,7 @@ static void header(const ref_run_t *r)
     } else {
         printf("# ofi_rma_ref: raw libfabric, 2 processes%s\n# %s\n",
                r->o.bind ? " pinned to CPUs 0 and 1" : "", what);
-        bench_print_columns(columns, (int) (sizeof(columns) / sizeof(columns[0])));
+        bench_print_columns(columns, (int)(sizeof(columns) / sizeof(columns[0])));
     }
     fflush(stdout);
 }
@@ -309,18 +323,21 @@ static int run(ref_run_t *r)
     char carried[64];
     int failures = 0, rc;
 
-    rc = ref_fabric_open(&r->f, r->o.prov, bench_sweep_window_bytes(&r->o.sweep, 64), r->o.sweep.window);
+    rc = ref_fabric_open(&r->f, r->o.prov, bench_sweep_window_bytes(&r->o.sweep, 64),
+                         r->o.sweep.window);
     if (0 != rc) {
         if (0 == r->f.role) {
-            fprintf(stderr, "ofi_rma_ref: provider %s offers no RDM endpoint with RMA and atomics "
-                            "on the BTL's terms: not supported here\n", r->o.prov);
+            fprintf(stderr,
+                    "ofi_rma_ref: provider %s offers no RDM endpoint with RMA and atomics "
+                    "on the BTL's terms: not supported here\n",
+                    r->o.prov);
         }
         return HARNESS_EXIT_SKIP;
     }
     r->one = 1;
     r->compare = 0;
     r->desired = 1;
-    r->results = calloc((size_t) r->o.sweep.window, sizeof(int64_t));
+    r->results = calloc((size_t)r->o.sweep.window, sizeof(int64_t));
     snprintf(carried, sizeof(carried), "raw:%s", r->o.prov);
     header(r);
     for (size_t t = 0; t < sizeof(ref_tests) / sizeof(ref_tests[0]); ++t) {
@@ -370,7 +387,7 @@ int main(int argc, char **argv)
     r.f.role = (0 == child) ? 1 : 0;
     r.f.sock = sv[r.f.role];
     close(sv[1 - r.f.role]);
-    alarm((unsigned) r.o.timeout);
+    alarm((unsigned)r.o.timeout);
     if (0 != ref_enter_netns(r.o.netns.n ? r.o.netns.item[r.f.role] : NULL)) {
         if (0 == child) {
             _exit(1);

@@ -53,16 +53,15 @@ typedef struct acc_row {
 } acc_row_t;
 
 static const bench_field_t columns[NCOLS] = {
-    BENCH_STR("mode", 11, ""),     BENCH_STR("kind", 8, ""),      BENCH_STR("ranks", 6, ""),
-    BENCH_STR("count", 8, ""),
-    BENCH_STR("calls", 6, ""),     BENCH_STR("ms_per_call", 12, ""), BENCH_STR("MB_per_s", 10, ""),
-    BENCH_STR("atomics", 9, ""),   BENCH_STR("gets", 7, ""),      BENCH_STR("puts", 7, ""),
-    BENCH_STR("result", 7, ""),
+    BENCH_STR("mode", 11, ""),     BENCH_STR("kind", 8, ""),    BENCH_STR("ranks", 6, ""),
+    BENCH_STR("count", 8, ""),     BENCH_STR("calls", 6, ""),   BENCH_STR("ms_per_call", 12, ""),
+    BENCH_STR("MB_per_s", 10, ""), BENCH_STR("atomics", 9, ""), BENCH_STR("gets", 7, ""),
+    BENCH_STR("puts", 7, ""),      BENCH_STR("result", 7, ""),
 };
 
 static void usage(const void *opts)
 {
-    (void) opts;
+    (void)opts;
     fprintf(stderr, "usage: mpirun -np 2+ osc_acc [-m large,contention] [-k contig,strided] "
                     "[-n N] [-c N] [-i ITERS] [-j] [-r]\n");
 }
@@ -109,7 +108,7 @@ static MPI_Win open_window(double **buf, size_t len)
     MPI_Win win;
 
     *buf = calloc(len, sizeof(double));
-    MPI_Win_create(*buf, (MPI_Aint) (len * sizeof(double)), sizeof(double), MPI_INFO_NULL,
+    MPI_Win_create(*buf, (MPI_Aint)(len * sizeof(double)), sizeof(double), MPI_INFO_NULL,
                    MPI_COMM_WORLD, &win);
     return win;
 }
@@ -136,14 +135,16 @@ static void finish_row(acc_row_t *row, const unsigned long before[3], double min
 static void large_row(const acc_opts_t *o, int rank, int strided, acc_row_t *row)
 {
     const int stride = strided ? 2 : 1, n = o->n;
-    const size_t len = (size_t) n * stride;
+    const size_t len = (size_t)n * stride;
     unsigned long before[3];
     double *win_buf, *src = malloc(len * sizeof(double)), t = 0;
     MPI_Datatype type = MPI_DOUBLE;
     int count = n, exact = 1;
     MPI_Win win = open_window(&win_buf, len);
 
-    *row = (acc_row_t){.mode = "large", .kind = strided ? "strided" : "contig", .count = n,
+    *row = (acc_row_t){.mode = "large",
+                       .kind = strided ? "strided" : "contig",
+                       .count = n,
                        .calls = strided ? (o->iters / 4 > 2 ? o->iters / 4 : 2) : o->iters,
                        .ranks = 2};
     for (size_t i = 0; i < len; ++i) {
@@ -169,7 +170,7 @@ static void large_row(const acc_opts_t *o, int rank, int strided, acc_row_t *row
     MPI_Barrier(MPI_COMM_WORLD);
     if (1 == rank) {
         for (size_t i = 0; i < len; ++i) {
-            exact &= win_buf[i] == (0 == i % stride ? (double) row->calls : 0.0);
+            exact &= win_buf[i] == (0 == i % stride ? (double)row->calls : 0.0);
         }
     }
     finish_row(row, before, t, exact);
@@ -186,9 +187,9 @@ static void contention_row(const acc_opts_t *o, int rank, int nranks, acc_row_t 
 {
     const int target = nranks - 1;
     unsigned long before[3];
-    double *win_buf, *src = malloc((size_t) o->c * sizeof(double)), t = 0;
+    double *win_buf, *src = malloc((size_t)o->c * sizeof(double)), t = 0;
     int exact = 1;
-    MPI_Win win = open_window(&win_buf, (size_t) o->c);
+    MPI_Win win = open_window(&win_buf, (size_t)o->c);
 
     *row = (acc_row_t){
         .mode = "contention", .kind = "contig", .count = o->c, .calls = o->iters, .ranks = nranks};
@@ -209,7 +210,7 @@ static void contention_row(const acc_opts_t *o, int rank, int nranks, acc_row_t 
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == target) {
         for (int i = 0; i < o->c; ++i) {
-            exact &= win_buf[i] == (double) (nranks - 1) * o->iters;
+            exact &= win_buf[i] == (double)(nranks - 1) * o->iters;
         }
     }
     finish_row(row, before, t, exact);
@@ -221,7 +222,7 @@ static void contention_row(const acc_opts_t *o, int rank, int nranks, acc_row_t 
 static void print_row(const acc_opts_t *o, const acc_row_t *r)
 {
     const double calls = r->calls;
-    const double bytes = (double) r->count * sizeof(double) * (r->ranks - 1);
+    const double bytes = (double)r->count * sizeof(double) * (r->ranks - 1);
     bench_field_t f[NCOLS] = {
         BENCH_STR("mode", 11, r->mode),
         BENCH_STR("kind", 8, r->kind),
@@ -258,7 +259,8 @@ static int run(void *ctx)
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     if (0 == rank && !o->json) {
         printf("# osc_acc: MPI_SUM on doubles, %d ranks; per call what btl-ofi carried "
-               "(atomics, gets, puts)\n", nranks);
+               "(atomics, gets, puts)\n",
+               nranks);
         bench_print_columns(columns, NCOLS);
     }
     for (int strided = 0; strided < 2; ++strided) {
@@ -278,8 +280,8 @@ int main(int argc, char **argv)
 {
     acc_opts_t o = {.n = 131072, .c = 64, .iters = 20};
     int rank, nranks;
-    int rc = harness_init(&argc, &argv, HARNESS_MPI_INIT, NULL, &rank, &nranks, parse, &o,
-                          usage, HARNESS_EXIT_USAGE);
+    int rc = harness_init(&argc, &argv, HARNESS_MPI_INIT, NULL, &rank, &nranks, parse, &o, usage,
+                          HARNESS_EXIT_USAGE);
 
     if (rc) {
         return rc;

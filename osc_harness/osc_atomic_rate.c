@@ -31,16 +31,16 @@ static void fop_issue(void *arg, size_t size, int j)
 {
     arate_ctx_t *ctx = arg;
 
-    (void) size;
-    MPI_Fetch_and_op(&ctx->one, &ctx->results[j], MPI_INT64_T, ctx->b.peer,
-                     bench_disp(&ctx->b, 0), MPI_SUM, ctx->b.win);
+    (void)size;
+    MPI_Fetch_and_op(&ctx->one, &ctx->results[j], MPI_INT64_T, ctx->b.peer, bench_disp(&ctx->b, 0),
+                     MPI_SUM, ctx->b.win);
 }
 
 static void cas_issue(void *arg, size_t size, int j)
 {
     arate_ctx_t *ctx = arg;
 
-    (void) size;
+    (void)size;
     MPI_Compare_and_swap(&ctx->desired, &ctx->compare, &ctx->results[j], MPI_INT64_T, ctx->b.peer,
                          bench_disp(&ctx->b, 8), ctx->b.win);
 }
@@ -49,8 +49,8 @@ static void acc_issue(void *arg, size_t size, int j)
 {
     arate_ctx_t *ctx = arg;
 
-    (void) size;
-    (void) j;
+    (void)size;
+    (void)j;
     MPI_Accumulate(&ctx->one, 1, MPI_INT64_T, ctx->b.peer, bench_disp(&ctx->b, 0), 1, MPI_INT64_T,
                    MPI_SUM, ctx->b.win);
 }
@@ -59,7 +59,7 @@ static void get_acc_issue(void *arg, size_t size, int j)
 {
     arate_ctx_t *ctx = arg;
 
-    (void) size;
+    (void)size;
     MPI_Get_accumulate(&ctx->one, 1, MPI_INT64_T, &ctx->results[j], 1, MPI_INT64_T, ctx->b.peer,
                        bench_disp(&ctx->b, 0), 1, MPI_INT64_T, MPI_SUM, ctx->b.win);
 }
@@ -74,26 +74,26 @@ static const arate_op_t arate_ops[] = {
 #define NCOLS 8
 
 static const bench_field_t columns[NCOLS] = {
-    BENCH_STR("op", 8, ""),        BENCH_STR("size", 6, ""),     BENCH_STR("iters", 8, ""),
-    BENCH_STR("ops_per_s", 12, ""), BENCH_STR("post_ns", 10, ""), BENCH_STR("valid", 7, ""),
+    BENCH_STR("op", 8, ""),          BENCH_STR("size", 6, ""),     BENCH_STR("iters", 8, ""),
+    BENCH_STR("ops_per_s", 12, ""),  BENCH_STR("post_ns", 10, ""), BENCH_STR("valid", 7, ""),
     BENCH_STR("carried_by", 13, ""), BENCH_STR("ofi_ops", 10, ""),
 };
 
 static int run_one(arate_ctx_t *ctx, const arate_op_t *op, int *not_ours)
 {
     const int window = ctx->b.opt.sweep.window;
-    int64_t *word = (int64_t *) ctx->b.win_buf;
+    int64_t *word = (int64_t *)ctx->b.win_buf;
     bench_run_t run;
     double ops;
     int valid;
 
     word[0] = word[1] = 0;
     bench_measure(&ctx->b, 0 == ctx->b.rank, op->issue, ctx, 8, op->counters, &run);
-    valid = harness_min_int(0 == ctx->b.rank ||
-                            (op->adds ? word[0] == (int64_t) window * (run.warmup + run.iters)
-                                      : 1 == word[1]));
+    valid = harness_min_int(
+        0 == ctx->b.rank ||
+        (op->adds ? word[0] == (int64_t)window * (run.warmup + run.iters) : 1 == word[1]));
     *not_ours += !run.path.ours;
-    ops = (double) window * run.iters;
+    ops = (double)window * run.iters;
 
     bench_field_t row[NCOLS] = {
         BENCH_STR("op", 8, op->name),
@@ -111,22 +111,22 @@ static int run_one(arate_ctx_t *ctx, const arate_op_t *op, int *not_ours)
 
 static int run(bench_ctx_t *b)
 {
-    arate_ctx_t *ctx = (arate_ctx_t *) b; /* b is its first member */
+    arate_ctx_t *ctx = (arate_ctx_t *)b; /* b is its first member */
     char what[160];
     int failures = 0, not_ours = 0, rc;
 
     ctx->one = 1;
     ctx->compare = 0;
     ctx->desired = 1;
-    ctx->results = calloc((size_t) ctx->b.opt.sweep.window, sizeof(int64_t));
+    ctx->results = calloc((size_t)ctx->b.opt.sweep.window, sizeof(int64_t));
     rc = bench_window_open(&ctx->b, 64);
     if (HARNESS_EXIT_PASS != rc || NULL == ctx->results) {
         free(ctx->results);
         return HARNESS_EXIT_PASS != rc ? rc : HARNESS_EXIT_FAIL;
     }
-    snprintf(what, sizeof(what), "8-byte atomic rate, %d operations per %s", ctx->b.opt.sweep.window,
-             BENCH_SYNC_FLUSH == ctx->b.opt.sync ? "MPI_Win_flush (lock_all epoch)"
-                                                 : "MPI_Win_fence");
+    snprintf(
+        what, sizeof(what), "8-byte atomic rate, %d operations per %s", ctx->b.opt.sweep.window,
+        BENCH_SYNC_FLUSH == ctx->b.opt.sync ? "MPI_Win_flush (lock_all epoch)" : "MPI_Win_fence");
     bench_header(&ctx->b, what, columns, NCOLS);
     for (size_t o = 0; o < sizeof(arate_ops) / sizeof(arate_ops[0]); ++o) {
         if (bench_op_wanted(&ctx->b, arate_ops[o].name, 1)) {
@@ -141,5 +141,6 @@ int main(int argc, char **argv)
 {
     arate_ctx_t ctx = {0};
 
-    return bench_main(argc, argv, "osc_atomic_rate", " (fop,cas,acc,get_acc; default all)", &ctx.b, run);
+    return bench_main(argc, argv, "osc_atomic_rate", " (fop,cas,acc,get_acc; default all)", &ctx.b,
+                      run);
 }

@@ -36,24 +36,24 @@ typedef struct lat_op {
 
 static uint8_t pattern(size_t size)
 {
-    return (uint8_t) (size * 7 + 1);
+    return (uint8_t)(size * 7 + 1);
 }
 
 static int64_t *target64(lat_ctx_t *ctx)
 {
-    return (int64_t *) ctx->b.win_buf;
+    return (int64_t *)ctx->b.win_buf;
 }
 
 static int64_t *origin64(lat_ctx_t *ctx)
 {
-    return (int64_t *) ctx->b.origin;
+    return (int64_t *)ctx->b.origin;
 }
 
 /* ---- put / get ---------------------------------------------------------- */
 
 static void put_issue(lat_ctx_t *ctx, size_t size)
 {
-    MPI_Put(ctx->b.origin, (int) size, MPI_BYTE, ctx->b.peer, bench_disp(&ctx->b, 0), (int) size,
+    MPI_Put(ctx->b.origin, (int)size, MPI_BYTE, ctx->b.peer, bench_disp(&ctx->b, 0), (int)size,
             MPI_BYTE, ctx->b.win);
 }
 
@@ -65,15 +65,15 @@ static void put_prepare(lat_ctx_t *ctx, size_t size)
 
 static int put_check(lat_ctx_t *ctx, size_t size, int64_t total)
 {
-    const uint8_t *t = (const uint8_t *) ctx->b.win_buf;
+    const uint8_t *t = (const uint8_t *)ctx->b.win_buf;
 
-    (void) total;
+    (void)total;
     return 0 == ctx->b.rank || (t[0] == pattern(size) && t[size - 1] == pattern(size));
 }
 
 static void get_issue(lat_ctx_t *ctx, size_t size)
 {
-    MPI_Get(ctx->b.origin, (int) size, MPI_BYTE, ctx->b.peer, bench_disp(&ctx->b, 0), (int) size,
+    MPI_Get(ctx->b.origin, (int)size, MPI_BYTE, ctx->b.peer, bench_disp(&ctx->b, 0), (int)size,
             MPI_BYTE, ctx->b.win);
 }
 
@@ -85,9 +85,9 @@ static void get_prepare(lat_ctx_t *ctx, size_t size)
 
 static int get_check(lat_ctx_t *ctx, size_t size, int64_t total)
 {
-    const uint8_t *o = (const uint8_t *) ctx->b.origin;
+    const uint8_t *o = (const uint8_t *)ctx->b.origin;
 
-    (void) total;
+    (void)total;
     return 1 == ctx->b.rank || (o[0] == pattern(size) && o[size - 1] == pattern(size));
 }
 
@@ -109,7 +109,7 @@ static void acc_prepare(lat_ctx_t *ctx, size_t size)
 
 static void acc_issue(lat_ctx_t *ctx, size_t size)
 {
-    int n = (int) (size / 8);
+    int n = (int)(size / 8);
 
     MPI_Accumulate(ctx->b.origin, n, MPI_INT64_T, ctx->b.peer, bench_disp(&ctx->b, 0), n,
                    MPI_INT64_T, MPI_SUM, ctx->b.win);
@@ -124,7 +124,7 @@ static int acc_check(lat_ctx_t *ctx, size_t size, int64_t total)
 
 static void get_acc_issue(lat_ctx_t *ctx, size_t size)
 {
-    int n = (int) (size / 8);
+    int n = (int)(size / 8);
 
     MPI_Get_accumulate(ctx->b.origin, n, MPI_INT64_T, ctx->result, n, MPI_INT64_T, ctx->b.peer,
                        bench_disp(&ctx->b, 0), n, MPI_INT64_T, MPI_SUM, ctx->b.win);
@@ -143,7 +143,7 @@ static int fetch_check(lat_ctx_t *ctx, size_t size, int64_t total)
 
 static void fop_issue(lat_ctx_t *ctx, size_t size)
 {
-    (void) size;
+    (void)size;
     MPI_Fetch_and_op(ctx->b.origin, ctx->result, MPI_INT64_T, ctx->b.peer, bench_disp(&ctx->b, 0),
                      MPI_SUM, ctx->b.win);
 }
@@ -152,7 +152,7 @@ static void fop_issue(lat_ctx_t *ctx, size_t size)
 
 static void cas_prepare(lat_ctx_t *ctx, size_t size)
 {
-    (void) size;
+    (void)size;
     if (0 == ctx->b.rank) {
         origin64(ctx)[0] = 1; /* desired */
         origin64(ctx)[1] = 0; /* compare */
@@ -164,14 +164,14 @@ static void cas_prepare(lat_ctx_t *ctx, size_t size)
 
 static void cas_issue(lat_ctx_t *ctx, size_t size)
 {
-    (void) size;
+    (void)size;
     MPI_Compare_and_swap(&origin64(ctx)[0], &origin64(ctx)[1], ctx->result, MPI_INT64_T,
                          ctx->b.peer, bench_disp(&ctx->b, 0), ctx->b.win);
 }
 
 static int cas_check(lat_ctx_t *ctx, size_t size, int64_t total)
 {
-    (void) size;
+    (void)size;
     if (1 == ctx->b.rank) {
         return 1 == target64(ctx)[0];
     }
@@ -193,8 +193,8 @@ static const lat_op_t lat_ops[] = {
 #define NCOLS 7
 
 static const bench_field_t columns[NCOLS] = {
-    BENCH_STR("op", 10, ""),        BENCH_STR("size", 10, ""),   BENCH_STR("iters", 8, ""),
-    BENCH_STR("lat_us", 12, ""),    BENCH_STR("valid", 7, ""),   BENCH_STR("carried_by", 13, ""),
+    BENCH_STR("op", 10, ""),      BENCH_STR("size", 10, ""), BENCH_STR("iters", 8, ""),
+    BENCH_STR("lat_us", 12, ""),  BENCH_STR("valid", 7, ""), BENCH_STR("carried_by", 13, ""),
     BENCH_STR("ofi_ops", 10, ""),
 };
 
@@ -223,7 +223,7 @@ static int run_one(lat_ctx_t *ctx, const lat_op_t *op, size_t size, int *not_our
         MPI_Win_unlock_all(ctx->b.win);
     }
     MPI_Barrier(MPI_COMM_WORLD);
-    valid = harness_min_int(op->check(ctx, size, (int64_t) warmup + iters));
+    valid = harness_min_int(op->check(ctx, size, (int64_t)warmup + iters));
     path = bench_probe_end(&ctx->b, &probe, op->counters);
     *not_ours += !path.ours;
 
@@ -242,11 +242,11 @@ static int run_one(lat_ctx_t *ctx, const lat_op_t *op, size_t size, int *not_our
 
 static int run(bench_ctx_t *b)
 {
-    lat_ctx_t *ctx = (lat_ctx_t *) b; /* b is its first member */
+    lat_ctx_t *ctx = (lat_ctx_t *)b; /* b is its first member */
     size_t max = ctx->b.opt.sweep.sizes[ctx->b.opt.sweep.nsizes - 1];
     int failures = 0, not_ours = 0, rc;
 
-    max = max < 64 ? 64 : (max + 7) & ~(size_t) 7;
+    max = max < 64 ? 64 : (max + 7) & ~(size_t)7;
     rc = bench_window_open(&ctx->b, max);
     ctx->result = calloc(max / 8, sizeof(int64_t));
     if (HARNESS_EXIT_PASS != rc || NULL == ctx->result) {
@@ -262,8 +262,8 @@ static int run(bench_ctx_t *b)
             continue;
         }
         for (int s = 0; s < ctx->b.opt.sweep.nsizes; ++s) {
-            size_t size = op->fixed_size ? op->fixed_size
-                                         : ctx->b.opt.sweep.sizes[s] / op->elem * op->elem;
+            size_t size =
+                op->fixed_size ? op->fixed_size : ctx->b.opt.sweep.sizes[s] / op->elem * op->elem;
             if (0 == size || size == last) {
                 continue; /* e.g. 3 B has no 8-byte element; 100 B and 96 B would repeat */
             }
@@ -279,5 +279,6 @@ int main(int argc, char **argv)
 {
     lat_ctx_t ctx = {0};
 
-    return bench_main(argc, argv, "osc_latency", " (put,get,acc,get_acc,fop,cas; default all)", &ctx.b, run);
+    return bench_main(argc, argv, "osc_latency", " (put,get,acc,get_acc,fop,cas; default all)",
+                      &ctx.b, run);
 }

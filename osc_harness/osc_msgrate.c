@@ -19,14 +19,14 @@
 #define NCOLS 8
 
 static const bench_field_t columns[NCOLS] = {
-    BENCH_STR("op", 6, ""),         BENCH_STR("size", 8, ""),      BENCH_STR("iters", 8, ""),
+    BENCH_STR("op", 6, ""),          BENCH_STR("size", 8, ""),     BENCH_STR("iters", 8, ""),
     BENCH_STR("msgs_per_s", 14, ""), BENCH_STR("post_ns", 10, ""), BENCH_STR("sync_us", 10, ""),
     BENCH_STR("carried_by", 13, ""), BENCH_STR("ofi_ops", 10, ""),
 };
 
 static void row(bench_ctx_t *ctx, const bench_rma_op_t *op, size_t size, const bench_run_t *run)
 {
-    const double msgs = (double) ctx->opt.sweep.window * run->iters;
+    const double msgs = (double)ctx->opt.sweep.window * run->iters;
     bench_field_t fields[NCOLS] = {
         BENCH_STR("op", 6, op->name),
         BENCH_INT("size", 8, size),
@@ -51,7 +51,7 @@ static int run(bench_ctx_t *ctx)
         }
     }
     return bench_rma_sweep(ctx, "message rate",
-                           sweep->sizes[sweep->nsizes - 1] * (size_t) sweep->window, 0x3c, columns,
+                           sweep->sizes[sweep->nsizes - 1] * (size_t)sweep->window, 0x3c, columns,
                            NCOLS, row);
 }
 
