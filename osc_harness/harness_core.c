@@ -63,17 +63,6 @@ static int harness_index(const char *name, const char *const *names, int n)
     return i < n ? i : -1;
 }
 
-static int harness_choose(const char *arg, const char *const *names, int n, int *out)
-{
-    int i = harness_index(arg, names, n);
-
-    if (i < 0) {
-        return -1;
-    }
-    *out = i;
-    return 0;
-}
-
 /* Each name of a comma list switches on[i] of names[i], the others off; an unknown name: -1. */
 static int harness_pick(const char *arg, const char *const *names, int n, bool *on)
 {
@@ -97,8 +86,9 @@ static int harness_set(const harness_opt_t *opt, const char *arg)
 {
     switch (opt->type) {
     case HARNESS_OPT_INT:
+    case HARNESS_OPT_POS:
         *(int *)opt->value = atoi(arg);
-        return 0;
+        return HARNESS_OPT_POS == opt->type && *(int *)opt->value < 1 ? -1 : 0;
     case HARNESS_OPT_LLONG:
         *(long long *)opt->value = atoll(arg);
         return 0;
@@ -117,7 +107,8 @@ static int harness_set(const harness_opt_t *opt, const char *arg)
         *(int *)opt->value = opt->n;
         return 0;
     case HARNESS_OPT_CHOICE:
-        return harness_choose(arg, opt->names, opt->n, opt->value);
+        *(int *)opt->value = harness_index(arg, opt->names, opt->n);
+        return *(int *)opt->value < 0 ? -1 : 0;
     case HARNESS_OPT_PICK:
         return harness_pick(arg, opt->names, opt->n, opt->value);
     default:

@@ -22,6 +22,7 @@
 
 typedef enum {
     HARNESS_OPT_INT,    /* int: atoi */
+    HARNESS_OPT_POS,    /* int: atoi, below 1: error */
     HARNESS_OPT_LLONG,  /* long long: atoll */
     HARNESS_OPT_U64,    /* uint64_t: strtoull, any base */
     HARNESS_OPT_KIB,    /* size_t: atol KiB, in bytes */
