@@ -224,7 +224,7 @@ static const ref_test_t ref_tests[] = {
 static void emit(const ref_run_t *r, const bench_field_t *f, int n)
 {
     if (0 == r->f.role) {
-        bench_print_row("ofi_rma_ref", r->o.sweep.json, f, n);
+        bench_print_row("ofi_rma_ref", r->o.sweep.json, 0, f, n);
     }
 }
 
@@ -313,7 +313,7 @@ static void header(const ref_run_t *r)
     } else {
         printf("# ofi_rma_ref: raw libfabric, 2 processes%s\n# %s\n",
                r->o.bind ? " pinned to CPUs 0 and 1" : "", what);
-        bench_print_columns(columns, (int)(sizeof(columns) / sizeof(columns[0])));
+        bench_print_row("ofi_rma_ref", 0, 1, columns, (int)(sizeof(columns) / sizeof(columns[0])));
     }
     fflush(stdout);
 }

@@ -236,7 +236,7 @@ static void print_row(const acc_opts_t *o, const acc_row_t *r)
         BENCH_DBL("puts", 7, 0, r->puts / calls),
         BENCH_STR("result", 7, r->exact ? "exact" : "WRONG"),
     };
-    bench_print_row("osc_acc", o->json, f, NCOLS);
+    bench_print_row("osc_acc", o->json, 0, f, NCOLS);
 }
 
 /* Print a finished row (rank 0) and count it: wrong results, rows btl-ofi did not carry. */
@@ -261,7 +261,7 @@ static int run(void *ctx)
         printf("# osc_acc: MPI_SUM on doubles, %d ranks; per call what btl-ofi carried "
                "(atomics, gets, puts)\n",
                nranks);
-        bench_print_columns(columns, NCOLS);
+        bench_print_row("osc_acc", 0, 1, columns, NCOLS);
     }
     for (int strided = 0; strided < 2; ++strided) {
         if (o->mode[0] && o->kind[strided]) {
