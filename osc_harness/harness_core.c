@@ -66,19 +66,18 @@ static int harness_index(const char *name, const char *const *names, int n)
 /* Each name of a comma list switches on[i] of names[i], the others off; an unknown name: -1. */
 static int harness_pick(const char *arg, const char *const *names, int n, bool *on)
 {
-    char *copy = strdup(arg), *save = NULL;
-    int rc = 0;
+    harness_list_t list;
+    int rc = harness_list_parse(arg, &list);
 
     memset(on, 0, n * sizeof(bool));
-    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        int i = harness_index(tok, names, n);
+    for (int k = 0; k < list.n; ++k) {
+        const int i = harness_index(list.item[k], names, n);
         if (i < 0) {
             rc = -1;
         } else {
             on[i] = true;
         }
     }
-    free(copy);
     return rc;
 }
 
@@ -149,15 +148,7 @@ int harness_list_parse(const char *arg, void *value)
 
 bool harness_listed(const harness_list_t *list, const char *name, bool dflt)
 {
-    if (0 == list->n) {
-        return dflt;
-    }
-    for (int i = 0; i < list->n; ++i) {
-        if (0 == strcmp(list->item[i], name)) {
-            return true;
-        }
-    }
-    return false;
+    return 0 == list->n ? dflt : harness_index(name, list->item, list->n) >= 0;
 }
 
 double harness_now(void)

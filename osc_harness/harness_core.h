@@ -30,7 +30,8 @@ typedef enum {
     HARNESS_OPT_STR,    /* const char *: the argument itself */
     HARNESS_OPT_SET,    /* int: set to .n, takes no argument */
     HARNESS_OPT_CHOICE, /* int: the index of the argument among .names[.n] */
-    HARNESS_OPT_PICK,   /* bool[.n]: on for each name of a comma list of .names[.n] */
+    HARNESS_OPT_PICK,   /* bool[.n]: on for each name of a comma list (harness_list_t) of .names[.n]
+                         */
     HARNESS_OPT_FN,     /* custom: fn(argument, value) returns 0, or -1 for an error */
 } harness_opt_type_t;
 
