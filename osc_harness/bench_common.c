@@ -89,17 +89,17 @@ static void *page_alloc(size_t len)
 
 /*
  * Win_create, or dynamic + attach, over a whole -W window of the largest size in distinct slots
- * (within 64 MiB); for latency over the largest size rounded up to 8-byte elements; for atomics
- * alone (the ops of a fixed size) over 64 bytes. @retval 0, or the exit code
+ * (within 64 MiB); for latency over the largest size rounded up to 8-byte elements; for
+ * one-element atomics over 64 bytes. @retval 0, or the exit code
  */
 static int window_open(bench_ctx_t *ctx)
 {
     const bench_sweep_t *s = &ctx->opt.sweep;
     const int latency = BENCH_LATENCY == ctx->prog->mode;
     const size_t max = s->sizes[s->nsizes - 1];
-    const size_t len = latency                   ? (max < 64 ? 64 : (max + 7) & ~(size_t)7)
-                       : ctx->prog->ops[0].fixed ? 64
-                                                 : bench_sweep_window_bytes(s, 1);
+    const size_t len = latency                            ? (max < 64 ? 64 : (max + 7) & ~(size_t)7)
+                       : BENCH_ATOMICS == ctx->prog->mode ? 64
+                                                          : bench_sweep_window_bytes(s, 1);
     const size_t results = latency ? len / 8 : (size_t)s->window;
     int rc;
     MPI_Aint mine = 0;
@@ -150,15 +150,32 @@ static void window_close(bench_ctx_t *ctx)
     free(ctx->result);
 }
 
-const bench_op_t bench_rma_ops[2] = {
-    {"put", BENCH_PUT, 0, BENCH_CNT(OFI_PVAR_PUTS)},
-    {"get", BENCH_GET, 0, BENCH_CNT(OFI_PVAR_GETS)},
+const bench_op_t bench_rma_ops[3] = {{"put", BENCH_PUT, 0}, {"get", BENCH_GET, 0}, {0}};
+
+/* The btl-ofi counters each kind of operation moves. */
+static const unsigned kind_counters[] = {
+    [BENCH_PUT] = BENCH_CNT(OFI_PVAR_PUTS), [BENCH_GET] = BENCH_CNT(OFI_PVAR_GETS),
+    [BENCH_ACC] = BENCH_CNT_ATOMIC,         [BENCH_GET_ACC] = BENCH_CNT_ATOMIC,
+    [BENCH_FOP] = BENCH_CNT_ATOMIC,         [BENCH_CAS] = BENCH_CNT_CAS,
 };
 
-void bench_row(const bench_ctx_t *ctx, const bench_field_t *f, int n)
+void bench_row(const bench_ctx_t *ctx, const bench_run_t *r, const bench_field_t *fields, int n)
 {
+    const int *w = ctx->prog->widths;
+    bench_field_t f[16] = {BENCH_STR("op", w[0], r->op->name), BENCH_INT("size", w[1], r->size),
+                           BENCH_INT("iters", w[2], r->iters)};
+    int k = 3;
+
+    for (int i = 0; i < n && k < 13; ++i) {
+        f[k++] = fields[i];
+    }
+    if (BENCH_DIRECTED != ctx->prog->mode) {
+        f[k++] = (bench_field_t)BENCH_STR("valid", 7, r->valid ? "yes" : "WRONG");
+    }
+    f[k++] = (bench_field_t)BENCH_STR("carried_by", 13, r->carried);
+    f[k++] = (bench_field_t)BENCH_INT("ofi_ops", 10, r->delta);
     if (0 == ctx->rank) {
-        bench_print_row(ctx->prog->name, ctx->opt.sweep.json, ctx->columns, f, n);
+        bench_print_row(ctx->prog->name, ctx->opt.sweep.json, ctx->columns, f, k);
     }
 }
 
@@ -203,7 +220,7 @@ static void header(bench_ctx_t *ctx)
     fflush(stdout);
 }
 
-/* The byte pattern a put or get of size bytes carries (checked programs). */
+/* The byte pattern a put or get of size bytes carries (checked values). */
 static uint8_t pattern(size_t size)
 {
     return (uint8_t)(size * 7 + 1);
@@ -312,12 +329,13 @@ static void measure(bench_ctx_t *ctx, bench_run_t *r)
     const int latency = BENCH_LATENCY == ctx->prog->mode;
     const int window = latency ? 1 : (size_t)ctx->opt.sweep.window;
     const int fence = !latency && BENCH_SYNC_FENCE == ctx->opt.sync;
-    const int active = 0 == ctx->rank || (BENCH_DIRECTED == ctx->prog->mode && ctx->opt.bidir);
+    const int directed = BENCH_DIRECTED == ctx->prog->mode; /* bulk data, not checked */
+    const int active = 0 == ctx->rank || (directed && ctx->opt.bidir);
     ofi_pvars_t before, after;
     double t0 = 0;
 
     bench_sweep_iterations(&ctx->opt.sweep, r->size * (size_t)window, &r->iters, &r->warmup);
-    if (ctx->prog->checked) {
+    if (!directed) {
         prepare(ctx, r);
     }
     ofi_pvars_read(&before);
@@ -353,10 +371,11 @@ static void measure(bench_ctx_t *ctx, bench_run_t *r)
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, &r->elapsed, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, &r->post, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    r->valid = ctx->prog->checked ? harness_min_int(check(ctx, r, window)) : 1;
+    r->valid = directed ? 1 : harness_min_int(check(ctx, r, window));
     ofi_pvars_read(&after);
     for (int i = 0; i < OFI_PVAR_COUNT && after.present && before.present; ++i) {
-        r->delta += (r->op->counters & BENCH_CNT(i)) ? after.value[i] - before.value[i] : 0;
+        const unsigned proof = kind_counters[r->op->kind] | r->op->also;
+        r->delta += (proof & BENCH_CNT(i)) ? after.value[i] - before.value[i] : 0;
     }
     r->delta = harness_sum_ul(r->delta);
     r->carried = r->delta > 0 ? "btl_ofi" : "not btl-ofi";
@@ -377,15 +396,17 @@ static int sweep(bench_ctx_t *ctx)
         return rc;
     }
     header(ctx);
-    for (const bench_op_t *op = prog->ops; op < prog->ops + prog->nops; ++op) {
+    for (const bench_op_t *op = prog->ops; op->name; ++op) {
         const size_t elem = BENCH_GET < op->kind ? 8 : 1;
+        const int one =
+            BENCH_ATOMICS == prog->mode || BENCH_FOP == op->kind || BENCH_CAS == op->kind;
         size_t last = 0;
 
         if (!harness_listed(&s->ops, op->name, 1)) {
             continue;
         }
         for (int i = 0; i < s->nsizes; ++i) {
-            bench_run_t run = {.op = op, .size = op->fixed ? op->fixed : s->sizes[i] / elem * elem};
+            bench_run_t run = {.op = op, .size = one ? 8 : s->sizes[i] / elem * elem};
             if (0 == run.size || run.size == last) {
                 continue; /* e.g. 3 B has no 8-byte element; 100 B and 96 B would repeat */
             }

@@ -34,16 +34,15 @@ typedef enum { BENCH_PUT, BENCH_GET, BENCH_ACC, BENCH_GET_ACC, BENCH_FOP, BENCH_
 
 typedef struct bench_op {
     const char *name;
-    bench_kind_t kind;
-    size_t fixed;      /* this size only (8 for single-element atomics), 0 to sweep the list */
-    unsigned counters; /* BENCH_CNT bits this op must move */
+    bench_kind_t kind; /* fetch_and_op and compare_and_swap: one element (8 bytes) */
+    unsigned also;     /* BENCH_CNT bits that prove the path too, beyond the kind's own */
 } bench_op_t;
 
-/* Who posts and how often they synchronize. */
+/* Who posts, how often they synchronize, and whether the values are checked. */
 typedef enum {
-    BENCH_LATENCY,  /* rank 0: one operation + MPI_Win_flush, lock_all epoch; posts not timed */
-    BENCH_ONE_WAY,  /* rank 0: -W operations per -s synchronization */
-    BENCH_DIRECTED, /* the same, by both ranks with -d bi */
+    BENCH_LATENCY,  /* rank 0: one operation + MPI_Win_flush, lock_all epoch, posts not timed */
+    BENCH_ATOMICS,  /* rank 0: -W one-element atomics per -s synchronization */
+    BENCH_DIRECTED, /* rank 0 (and 1 with -d bi): -W per -s synchronization; data not checked */
 } bench_mode_t;
 
 /** What one measured (op, size) gave; a program's row prints it. */
@@ -53,22 +52,25 @@ typedef struct bench_run {
     int iters, warmup;   /* timed and untimed iterations */
     double elapsed;      /* seconds for the timed iterations (max over active ranks) */
     double post;         /* of which in the posting calls (the rest is synchronization) */
-    unsigned long delta; /* sum over ranks of the counters in op->counters */
+    unsigned long delta; /* sum over ranks of the counters that prove the op's path */
     const char *carried; /* "btl_ofi" if they moved, else "not btl-ofi" */
-    int valid;           /* the values were right on both ranks (programs with checked) */
+    int valid;           /* the values were right on both ranks (unless BENCH_DIRECTED) */
 } bench_run_t;
 
 struct bench_ctx;
 
+/*
+ * A benchmark program. Its rows are op, size, iters (of the widths given), what row adds, then
+ * valid (unless BENCH_DIRECTED), carried_by and ofi_ops.
+ */
 typedef struct bench_prog {
     const char *name;     /* program name, the "bench" key of every record */
     const char *ops_help; /* the -o line's list of operations */
     const char *metric;   /* first words of the header ("bandwidth", ...) */
     bench_mode_t mode;
-    int checked;           /* rank 0 and 1 set up the buffers before and check them after */
     size_t default_max;    /* without -S or -M, no size above this (0: the whole list) */
-    const bench_op_t *ops; /* in the order of the rows */
-    int nops;
+    int widths[3];         /* of the op, size and iters columns */
+    const bench_op_t *ops; /* in the order of the rows, up to one with a NULL name */
     void (*row)(const struct bench_ctx *ctx, const bench_run_t *run);
 } bench_prog_t;
 
@@ -101,10 +103,10 @@ typedef struct bench_ctx {
  */
 int bench_main(int argc, char **argv, const bench_prog_t *prog);
 
-/** put and get of whole slots (BENCH_CNT puts, gets): the operations of osc_bw and osc_msgrate. */
-extern const bench_op_t bench_rma_ops[2];
+/** put and get: the operations of osc_bw and osc_msgrate. */
+extern const bench_op_t bench_rma_ops[3];
 
-/** One result row (rank 0 only), or the column names for the header; flushed at once. */
-void bench_row(const bench_ctx_t *ctx, const bench_field_t *fields, int n);
+/** One result row (rank 0 only) with the program's fields, or the column names for the header. */
+void bench_row(const bench_ctx_t *ctx, const bench_run_t *run, const bench_field_t *fields, int n);
 
 #endif

@@ -15,28 +15,25 @@ static void row(const bench_ctx_t *ctx, const bench_run_t *r)
     const int window = ctx->opt.sweep.window;
     const double bytes = (double)r->size * window * r->iters * (ctx->opt.bidir ? 2 : 1);
     const bench_field_t fields[] = {
-        BENCH_STR("op", 6, r->op->name),
-        BENCH_INT("size", 10, r->size),
-        BENCH_INT("iters", 7, r->iters),
         BENCH_DBL("bw_MBps", 12, 2, bytes / r->elapsed / 1e6),
         BENCH_DBL("us_per_sync", 13, 3, 1e6 * r->elapsed / r->iters),
         BENCH_DBL("post_ns", 10, 1, 1e9 * r->post / ((double)r->iters * window)),
-        BENCH_STR("carried_by", 13, r->carried),
-        BENCH_INT("ofi_ops", 10, r->delta),
     };
 
-    bench_row(ctx, fields, sizeof(fields) / sizeof(fields[0]));
+    bench_row(ctx, r, fields, 3);
 }
+
+static const bench_prog_t prog = {
+    .name = "osc_bw",
+    .ops_help = " (put,get; default both)",
+    .metric = "bandwidth",
+    .mode = BENCH_DIRECTED,
+    .widths = {6, 10, 7},
+    .ops = bench_rma_ops,
+    .row = row,
+};
 
 int main(int argc, char **argv)
 {
-    const bench_prog_t prog = {.name = "osc_bw",
-                               .ops_help = " (put,get; default both)",
-                               .metric = "bandwidth",
-                               .mode = BENCH_DIRECTED,
-                               .ops = bench_rma_ops,
-                               .nops = 2,
-                               .row = row};
-
     return bench_main(argc, argv, &prog);
 }

@@ -15,40 +15,34 @@
 static void row(const bench_ctx_t *ctx, const bench_run_t *r)
 {
     const bench_field_t fields[] = {
-        BENCH_STR("op", 10, r->op->name),
-        BENCH_INT("size", 10, r->size),
-        BENCH_INT("iters", 8, r->iters),
         BENCH_DBL("lat_us", 12, 3, 1e6 * r->elapsed / r->iters),
-        BENCH_STR("valid", 7, r->valid ? "yes" : "WRONG"),
-        BENCH_STR("carried_by", 13, r->carried),
-        BENCH_INT("ofi_ops", 10, r->delta),
     };
 
-    bench_row(ctx, fields, sizeof(fields) / sizeof(fields[0]));
+    bench_row(ctx, r, fields, 1);
 }
 
 /* Large accumulates run as get + put under osc/rdma's accumulate lock. */
-#define ACC_CNT (BENCH_CNT_ATOMIC | BENCH_CNT_RMA)
-
 static const bench_op_t ops[] = {
-    {"put", BENCH_PUT, 0, BENCH_CNT(OFI_PVAR_PUTS)},
-    {"get", BENCH_GET, 0, BENCH_CNT(OFI_PVAR_GETS)},
-    {"acc", BENCH_ACC, 0, ACC_CNT},
-    {"get_acc", BENCH_GET_ACC, 0, ACC_CNT},
-    {"fop", BENCH_FOP, 8, BENCH_CNT_ATOMIC},
-    {"cas", BENCH_CAS, 8, BENCH_CNT_CAS},
+    {"put", BENCH_PUT, 0},
+    {"get", BENCH_GET, 0},
+    {"acc", BENCH_ACC, BENCH_CNT_RMA},
+    {"get_acc", BENCH_GET_ACC, BENCH_CNT_RMA},
+    {"fop", BENCH_FOP, 0},
+    {"cas", BENCH_CAS, 0},
+    {0},
+};
+
+static const bench_prog_t prog = {
+    .name = "osc_latency",
+    .ops_help = " (put,get,acc,get_acc,fop,cas; default all)",
+    .metric = "latency of one operation + MPI_Win_flush, lock_all epoch",
+    .mode = BENCH_LATENCY,
+    .widths = {10, 10, 8},
+    .ops = ops,
+    .row = row,
 };
 
 int main(int argc, char **argv)
 {
-    const bench_prog_t prog = {.name = "osc_latency",
-                               .ops_help = " (put,get,acc,get_acc,fop,cas; default all)",
-                               .metric = "latency of one operation + MPI_Win_flush, lock_all epoch",
-                               .mode = BENCH_LATENCY,
-                               .checked = 1,
-                               .ops = ops,
-                               .nops = sizeof(ops) / sizeof(ops[0]),
-                               .row = row};
-
     return bench_main(argc, argv, &prog);
 }

@@ -15,29 +15,26 @@ static void row(const bench_ctx_t *ctx, const bench_run_t *r)
 {
     const double msgs = (double)ctx->opt.sweep.window * r->iters;
     const bench_field_t fields[] = {
-        BENCH_STR("op", 6, r->op->name),
-        BENCH_INT("size", 8, r->size),
-        BENCH_INT("iters", 8, r->iters),
         BENCH_DBL("msgs_per_s", 14, 0, msgs * (ctx->opt.bidir ? 2 : 1) / r->elapsed),
         BENCH_DBL("post_ns", 10, 1, 1e9 * r->post / msgs),
         BENCH_DBL("sync_us", 10, 3, 1e6 * (r->elapsed - r->post) / r->iters),
-        BENCH_STR("carried_by", 13, r->carried),
-        BENCH_INT("ofi_ops", 10, r->delta),
     };
 
-    bench_row(ctx, fields, sizeof(fields) / sizeof(fields[0]));
+    bench_row(ctx, r, fields, 3);
 }
+
+static const bench_prog_t prog = {
+    .name = "osc_msgrate",
+    .ops_help = " (put,get; default both)",
+    .metric = "message rate",
+    .mode = BENCH_DIRECTED,
+    .default_max = 8192,
+    .widths = {6, 8, 8},
+    .ops = bench_rma_ops,
+    .row = row,
+};
 
 int main(int argc, char **argv)
 {
-    const bench_prog_t prog = {.name = "osc_msgrate",
-                               .ops_help = " (put,get; default both)",
-                               .metric = "message rate",
-                               .mode = BENCH_DIRECTED,
-                               .default_max = 8192,
-                               .ops = bench_rma_ops,
-                               .nops = 2,
-                               .row = row};
-
     return bench_main(argc, argv, &prog);
 }
