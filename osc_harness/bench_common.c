@@ -1,4 +1,4 @@
-/* Shared pieces of the one-sided benchmarks (see bench_common.h). */
+/* The one-sided benchmarks' shared program (see bench_common.h). */
 #define _GNU_SOURCE
 #include "bench_common.h"
 
@@ -8,7 +8,7 @@
 
 static void usage(const void *arg)
 {
-    const bench_ctx_t *ctx = arg;
+    const bench_prog_t *prog = ((const bench_ctx_t *)arg)->prog;
 
     fprintf(stderr,
             "usage: mpirun -np 2 %s [options]\n"
@@ -26,8 +26,7 @@ static void usage(const void *arg)
             "  -j           JSON lines instead of a table\n"
             "  -r           exit 2 unless btl-ofi's counters moved for every row\n"
             "exit codes: 0 done, 1 failure, 2 not carried by btl-ofi (-r), 77 not supported\n",
-            ctx->name, ctx->usage_extra ? ctx->usage_extra : "", BENCH_DEFAULT_MAX_ITERS,
-            BENCH_DEFAULT_WINDOW);
+            prog->name, prog->ops_help, BENCH_DEFAULT_MAX_ITERS, BENCH_DEFAULT_WINDOW);
 }
 
 /* Option values, in the order of their enums. */
@@ -38,7 +37,7 @@ static const char *const dir_names[] = {"uni", "bi"};
 /* Returns 0, or -1 on a usage error. */
 static int parse_opts(int argc, char **argv, void *arg)
 {
-    bench_opts_t *opt = &((bench_ctx_t *) arg)->opt;
+    bench_opts_t *opt = &((bench_ctx_t *)arg)->opt;
     const harness_opt_t table[] = {
         BENCH_SWEEP_OPTS(&opt->sweep),
         HARNESS_NAMED('w', HARNESS_OPT_CHOICE, &opt->flavor, flavor_names, 2),
@@ -48,7 +47,6 @@ static int parse_opts(int argc, char **argv, void *arg)
         {0},
     };
 
-    memset(opt, 0, sizeof(*opt));
     bench_sweep_init(&opt->sweep);
     if (harness_getopt(argc, argv, table)) {
         return -1;
@@ -78,53 +76,6 @@ static void find_btl_ofi_so(char *out, size_t len)
     fclose(maps);
 }
 
-/* Between btl-ofi's counters opened and closed (harness_run). */
-static int bench_run(void *arg)
-{
-    bench_ctx_t *ctx = arg;
-    int rc;
-
-    find_btl_ofi_so(ctx->btl_ofi_so, sizeof(ctx->btl_ofi_so));
-    rc = ctx->run(ctx);
-    bench_window_close(ctx);
-    return rc;
-}
-
-int bench_main(int argc, char **argv, const char *name, const char *usage_extra,
-               bench_ctx_t *ctx, int (*run)(bench_ctx_t *ctx))
-{
-    int size, rc;
-
-    memset(ctx, 0, sizeof(*ctx));
-    ctx->name = name;
-    ctx->usage_extra = usage_extra;
-    ctx->run = run;
-    ctx->win = MPI_WIN_NULL;
-    rc = harness_init(&argc, &argv, HARNESS_MPI_INIT, NULL, &ctx->rank, &size, parse_opts, ctx,
-                      usage, HARNESS_EXIT_FAIL);
-    if (rc) {
-        return rc;
-    }
-    /* Window creation failures come back as codes, so they can be reported as "skipped". */
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    if (2 != size) {
-        return harness_skip(ctx->rank, "%s: needs exactly 2 ranks (got %d): not supported here\n",
-                            name, size);
-    }
-    ctx->peer = 1 - ctx->rank;
-    return harness_run(bench_run, ctx);
-}
-
-int bench_op_wanted(const bench_ctx_t *ctx, const char *op, int dflt)
-{
-    return harness_listed(&ctx->opt.sweep.ops, op, dflt);
-}
-
-void bench_iterations(const bench_ctx_t *ctx, size_t size, int *iters, int *warmup)
-{
-    bench_sweep_iterations(&ctx->opt.sweep, size, iters, warmup);
-}
-
 static void *page_alloc(size_t len)
 {
     void *p = NULL;
@@ -136,25 +87,40 @@ static void *page_alloc(size_t len)
     return p;
 }
 
-int bench_window_open(bench_ctx_t *ctx, size_t len)
+/*
+ * Win_create, or dynamic + attach, over a whole -W window of the largest size in distinct slots
+ * (within 64 MiB); for latency over the largest size rounded up to 8-byte elements; for
+ * one-element atomics over 64 bytes. @retval 0, or the exit code
+ */
+static int window_open(bench_ctx_t *ctx)
 {
+    const bench_sweep_t *s = &ctx->opt.sweep;
+    const int latency = BENCH_LATENCY == ctx->prog->mode;
+    const size_t max = s->sizes[s->nsizes - 1];
+    const size_t len = latency                            ? (max < 64 ? 64 : (max + 7) & ~(size_t)7)
+                       : BENCH_ATOMICS == ctx->prog->mode ? 64
+                                                          : bench_sweep_window_bytes(s, 1);
+    const size_t results = latency ? len / 8 : (size_t)s->window;
     int rc;
     MPI_Aint mine = 0;
 
     ctx->win_len = len;
     ctx->win_buf = page_alloc(len);
     ctx->origin = page_alloc(len);
-    if (!harness_min_int(NULL != ctx->win_buf && NULL != ctx->origin)) {
-        if (0 == ctx->rank) fprintf(stderr, "%s: cannot allocate 2 x %zu bytes\n", ctx->name, len);
+    ctx->result = calloc(results, sizeof(int64_t));
+    if (!harness_min_int(NULL != ctx->win_buf && NULL != ctx->origin && NULL != ctx->result)) {
+        if (0 == ctx->rank) {
+            fprintf(stderr, "%s: cannot allocate 2 x %zu bytes\n", ctx->prog->name, len);
+        }
         return HARNESS_EXIT_FAIL;
     }
     if (BENCH_WIN_CREATE == ctx->opt.flavor) {
-        rc = MPI_Win_create(ctx->win_buf, (MPI_Aint) len, 1, MPI_INFO_NULL, MPI_COMM_WORLD,
+        rc = MPI_Win_create(ctx->win_buf, (MPI_Aint)len, 1, MPI_INFO_NULL, MPI_COMM_WORLD,
                             &ctx->win);
     } else {
         rc = MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &ctx->win);
         if (MPI_SUCCESS == rc) {
-            rc = MPI_Win_attach(ctx->win, ctx->win_buf, (MPI_Aint) len);
+            rc = MPI_Win_attach(ctx->win, ctx->win_buf, (MPI_Aint)len);
         }
         MPI_Get_address(ctx->win_buf, &mine);
         MPI_Sendrecv(&mine, 1, MPI_AINT, ctx->peer, 0, &ctx->peer_base, 1, MPI_AINT, ctx->peer, 0,
@@ -163,14 +129,15 @@ int bench_window_open(bench_ctx_t *ctx, size_t len)
     if (!harness_min_int(MPI_SUCCESS == rc)) {
         if (0 == ctx->rank) {
             fprintf(stderr, "%s: the %s window could not be created: not supported here\n",
-                    ctx->name, BENCH_WIN_CREATE == ctx->opt.flavor ? "Win_create" : "dynamic");
+                    ctx->prog->name,
+                    BENCH_WIN_CREATE == ctx->opt.flavor ? "Win_create" : "dynamic");
         }
         return HARNESS_EXIT_SKIP;
     }
     return HARNESS_EXIT_PASS;
 }
 
-void bench_window_close(bench_ctx_t *ctx)
+static void window_close(bench_ctx_t *ctx)
 {
     if (MPI_WIN_NULL != ctx->win) {
         if (BENCH_WIN_DYNAMIC == ctx->opt.flavor) {
@@ -180,192 +147,310 @@ void bench_window_close(bench_ctx_t *ctx)
     }
     free(ctx->win_buf);
     free(ctx->origin);
-    ctx->win_buf = ctx->origin = NULL;
+    free(ctx->result);
 }
 
-void bench_probe_begin(bench_probe_t *probe)
-{
-    ofi_pvars_read(&probe->before);
-}
+const bench_op_t bench_rma_ops[3] = {{"put", BENCH_PUT, 0}, {"get", BENCH_GET, 0}, {0}};
 
-bench_path_t bench_probe_end(const bench_ctx_t *ctx, const bench_probe_t *probe, unsigned mask)
-{
-    bench_path_t path = {0, 0, "not btl-ofi"};
-    ofi_pvars_t after;
+/* The btl-ofi counters each kind of operation moves. */
+static const unsigned kind_counters[] = {
+    [BENCH_PUT] = BENCH_CNT(OFI_PVAR_PUTS), [BENCH_GET] = BENCH_CNT(OFI_PVAR_GETS),
+    [BENCH_ACC] = BENCH_CNT_ATOMIC,         [BENCH_GET_ACC] = BENCH_CNT_ATOMIC,
+    [BENCH_FOP] = BENCH_CNT_ATOMIC,         [BENCH_CAS] = BENCH_CNT_CAS,
+};
 
-    (void) ctx;
-    ofi_pvars_read(&after);
-    if (after.present && probe->before.present) {
-        for (int i = 0; i < OFI_PVAR_COUNT; ++i) {
-            if (mask & BENCH_CNT(i)) {
-                path.delta += after.value[i] - probe->before.value[i];
-            }
-        }
+void bench_row(const bench_ctx_t *ctx, const bench_run_t *r, const bench_field_t *fields, int n)
+{
+    const int *w = ctx->prog->widths;
+    bench_field_t f[16] = {BENCH_STR("op", w[0], r->op->name), BENCH_INT("size", w[1], r->size),
+                           BENCH_INT("iters", w[2], r->iters)};
+    int k = 3;
+
+    for (int i = 0; i < n && k < 13; ++i) {
+        f[k++] = fields[i];
     }
-    path.delta = harness_sum_ul(path.delta);
-    path.ours = path.delta > 0;
-    path.label = path.ours ? "btl_ofi" : "not btl-ofi";
-    return path;
+    if (BENCH_DIRECTED != ctx->prog->mode) {
+        f[k++] = (bench_field_t)BENCH_STR("valid", 7, r->valid ? "yes" : "WRONG");
+    }
+    f[k++] = (bench_field_t)BENCH_STR("carried_by", 13, r->carried);
+    f[k++] = (bench_field_t)BENCH_INT("ofi_ops", 10, r->delta);
+    if (0 == ctx->rank) {
+        bench_print_row(ctx->prog->name, ctx->opt.sweep.json, ctx->columns, f, k);
+    }
 }
 
-void bench_header(const bench_ctx_t *ctx, const char *what, const bench_field_t *cols, int n)
+/* Header comment lines and column names (rank 0 only; JSON mode prints a meta record). */
+static void header(bench_ctx_t *ctx)
 {
+    const bench_opts_t *o = &ctx->opt;
+    const bench_run_t none = {.op = ctx->prog->ops, .iters = 1, .elapsed = 1, .carried = ""};
+    char what[160];
     ofi_pvars_t now;
 
     if (0 != ctx->rank) {
         return;
     }
     ofi_pvars_read(&now);
-    if (ctx->opt.sweep.json) {
+    if (BENCH_LATENCY == ctx->prog->mode) {
+        snprintf(what, sizeof(what), "%s", ctx->prog->metric);
+    } else {
+        snprintf(what, sizeof(what), "%s%s, %d operations per %s",
+                 BENCH_DIRECTED != ctx->prog->mode ? ""
+                 : o->bidir                        ? "bidirectional "
+                                                   : "unidirectional ",
+                 ctx->prog->metric, o->sweep.window,
+                 BENCH_SYNC_FLUSH == o->sync ? "MPI_Win_flush (lock_all epoch)" : "MPI_Win_fence");
+    }
+    if (o->sweep.json) {
         printf("{\"bench\": \"%s\", \"meta\": true, \"what\": \"%s\", \"window\": \"%s\", "
                "\"sync\": \"%s\", \"direction\": \"%s\", \"ops_per_sync\": %d, "
                "\"btl_ofi_so\": \"%s\", \"btl_ofi_counters\": %s}\n",
-               ctx->name, what, flavor_names[ctx->opt.flavor],
-               sync_names[ctx->opt.sync], dir_names[ctx->opt.bidir], ctx->opt.sweep.window, ctx->btl_ofi_so,
+               ctx->prog->name, what, flavor_names[o->flavor], sync_names[o->sync],
+               dir_names[o->bidir], o->sweep.window, ctx->btl_ofi_so,
                now.present ? "true" : "false");
     } else {
-        printf("# %s: %s\n", ctx->name, what);
+        printf("# %s: %s\n", ctx->prog->name, what);
         printf("# 2 ranks, %s window; btl-ofi counters %s; btl-ofi DSO: %s\n",
-               flavor_names[ctx->opt.flavor], now.present ? "present" : "absent",
+               flavor_names[o->flavor], now.present ? "present" : "absent",
                ctx->btl_ofi_so[0] ? ctx->btl_ofi_so : "(not loaded)");
-        bench_print_columns(cols, n);
+        ctx->columns = 1;
+        ctx->prog->row(ctx, &none);
+        ctx->columns = 0;
     }
     fflush(stdout);
 }
 
-void bench_row(const bench_ctx_t *ctx, const bench_field_t *f, int n)
+/* The byte pattern a put or get of size bytes carries (checked values). */
+static uint8_t pattern(size_t size)
 {
-    if (0 == ctx->rank) {
-        bench_print_row(ctx->name, ctx->opt.sweep.json, f, n);
+    return (uint8_t)(size * 7 + 1);
+}
+
+/*
+ * Before the timed loop: rank 0 sets its source (or clears its destination), rank 1 the
+ * target; atomics add 1 to every element of a zeroed target (cas swaps 0 for 1 once).
+ */
+static void prepare(bench_ctx_t *ctx, const bench_run_t *r)
+{
+    const bench_kind_t kind = r->op->kind;
+    int64_t *origin = (int64_t *)ctx->origin, *target = (int64_t *)ctx->win_buf;
+
+    if (BENCH_PUT == kind || BENCH_GET == kind) {
+        const int source = (BENCH_PUT == kind) == (0 == ctx->rank);
+        memset(0 == ctx->rank ? ctx->origin : ctx->win_buf, source ? pattern(r->size) : 0, r->size);
+        return;
+    }
+    for (size_t i = 0; i < r->size / 8; ++i) {
+        if (0 == ctx->rank) {
+            origin[i] = 1;
+            ctx->result[i] = -1;
+        } else {
+            target[i] = 0;
+        }
+    }
+    if (BENCH_CAS == kind && 0 == ctx->rank) {
+        origin[1] = 0; /* compare */
     }
 }
 
-size_t bench_slot(const bench_ctx_t *ctx, size_t size, int j)
+/*
+ * After it, each rank checks its side: the pattern arrived (first and last byte), every
+ * element holds the number of operations, and with one operation per synchronization the
+ * last fetch saw the value before the last addition (cas: the first one swapped).
+ */
+static int check(const bench_ctx_t *ctx, const bench_run_t *r, int window)
+{
+    const bench_kind_t kind = r->op->kind;
+    const int64_t total = (int64_t)window * (r->warmup + r->iters), *res = ctx->result;
+    const int64_t *word = (const int64_t *)ctx->win_buf;
+    const uint8_t *bytes = (const uint8_t *)(0 == ctx->rank ? ctx->origin : ctx->win_buf);
+    const size_t n = r->size / 8;
+
+    if (BENCH_PUT == kind || BENCH_GET == kind) {
+        return (BENCH_PUT == kind) != (1 == ctx->rank) ||
+               (bytes[0] == pattern(r->size) && bytes[r->size - 1] == pattern(r->size));
+    }
+    if (BENCH_CAS == kind) {
+        return 1 == ctx->rank ? 1 == word[0] : window > 1 || (total > 1 ? 1 : 0) == res[0];
+    }
+    if (1 == ctx->rank) {
+        return word[0] == total && word[n - 1] == total;
+    }
+    return window > 1 || BENCH_ACC == kind || (res[0] == total - 1 && res[n - 1] == total - 1);
+}
+
+/* Byte offset of the j-th operation of a window: distinct slots while they fit. */
+static size_t slot(const bench_ctx_t *ctx, size_t size, int j)
 {
     size_t slots = ctx->win_len / size;
 
-    return (slots ? (size_t) j % slots : 0) * size;
+    return (slots ? (size_t)j % slots : 0) * size;
 }
 
-static double post_window(bench_issue_fn fn, void *arg, size_t size, int window)
+/* Posts the j-th operation of a window: put and get to its slot, atomics to the first word. */
+static void post(bench_ctx_t *ctx, const bench_run_t *r, int j)
 {
-    double t0 = bench_now();
+    const int bytes = (int)r->size, n = (int)(r->size / 8), peer = ctx->peer;
+    const size_t off = slot(ctx, r->size, j);
+    const MPI_Aint at = ctx->peer_base + (MPI_Aint)off, word = ctx->peer_base;
+    int64_t *res = ctx->result + (size_t)j * n;
+    char *origin = ctx->origin;
 
-    for (int j = 0; j < window; ++j) {
-        fn(arg, size, j);
+    switch (r->op->kind) {
+    case BENCH_PUT:
+        MPI_Put(origin + off, bytes, MPI_BYTE, peer, at, bytes, MPI_BYTE, ctx->win);
+        break;
+    case BENCH_GET:
+        MPI_Get(origin + off, bytes, MPI_BYTE, peer, at, bytes, MPI_BYTE, ctx->win);
+        break;
+    case BENCH_ACC:
+        MPI_Accumulate(origin, n, MPI_INT64_T, peer, word, n, MPI_INT64_T, MPI_SUM, ctx->win);
+        break;
+    case BENCH_GET_ACC:
+        MPI_Get_accumulate(origin, n, MPI_INT64_T, res, n, MPI_INT64_T, peer, word, n, MPI_INT64_T,
+                           MPI_SUM, ctx->win);
+        break;
+    case BENCH_FOP:
+        MPI_Fetch_and_op(origin, res, MPI_INT64_T, peer, word, MPI_SUM, ctx->win);
+        break;
+    case BENCH_CAS:
+        MPI_Compare_and_swap(origin, origin + 8, res, MPI_INT64_T, peer, word, ctx->win);
+        break;
     }
-    return bench_now() - t0;
 }
 
-bench_times_t bench_windowed(bench_ctx_t *ctx, int active, bench_issue_fn fn, void *arg,
-                             size_t size, int iters, int warmup)
+/*
+ * One (op, size), collective: per iteration each active rank posts a window of operations,
+ * then synchronizes (MPI_Win_flush to the peer inside one lock_all epoch, or MPI_Win_fence on
+ * both ranks); warm-up excluded from the time; btl-ofi's counters read before and after.
+ */
+static void measure(bench_ctx_t *ctx, bench_run_t *r)
 {
-    const int fence = BENCH_SYNC_FENCE == ctx->opt.sync;
-    bench_times_t t = {0, 0};
+    const int latency = BENCH_LATENCY == ctx->prog->mode;
+    const int window = latency ? 1 : (size_t)ctx->opt.sweep.window;
+    const int fence = !latency && BENCH_SYNC_FENCE == ctx->opt.sync;
+    const int directed = BENCH_DIRECTED == ctx->prog->mode; /* bulk data, not checked */
+    const int active = 0 == ctx->rank || (directed && ctx->opt.bidir);
+    ofi_pvars_t before, after;
     double t0 = 0;
 
+    bench_sweep_iterations(&ctx->opt.sweep, r->size * (size_t)window, &r->iters, &r->warmup);
+    if (!directed) {
+        prepare(ctx, r);
+    }
+    ofi_pvars_read(&before);
     MPI_Barrier(MPI_COMM_WORLD);
     if (fence) {
         MPI_Win_fence(MPI_MODE_NOPRECEDE, ctx->win);
     } else if (active) {
         MPI_Win_lock_all(0, ctx->win);
     }
-    for (int i = 0; i < warmup + iters; ++i) {
-        double post = 0;
-        if (i == warmup) {
-            t0 = bench_now();
+    for (int i = 0; i < r->warmup + r->iters; ++i) {
+        if (i == r->warmup) {
+            t0 = MPI_Wtime();
         }
         if (active) {
-            post = post_window(fn, arg, size, ctx->opt.sweep.window);
+            const double p0 = latency ? 0 : MPI_Wtime();
+            for (int j = 0; j < window; ++j) {
+                post(ctx, r, j);
+            }
+            r->post += (!latency && i >= r->warmup) ? MPI_Wtime() - p0 : 0;
         }
         if (fence) {
             MPI_Win_fence(0, ctx->win);
         } else if (active) {
             MPI_Win_flush(ctx->peer, ctx->win);
         }
-        t.post += (i >= warmup) ? post : 0;
     }
-    t.elapsed = active ? bench_now() - t0 : 0;
+    r->elapsed = active ? MPI_Wtime() - t0 : 0;
     if (fence) {
         MPI_Win_fence(MPI_MODE_NOSUCCEED, ctx->win);
     } else if (active) {
         MPI_Win_unlock_all(ctx->win);
     }
     MPI_Barrier(MPI_COMM_WORLD);
-    MPI_Allreduce(MPI_IN_PLACE, &t.elapsed, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    MPI_Allreduce(MPI_IN_PLACE, &t.post, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    return t;
+    MPI_Allreduce(MPI_IN_PLACE, &r->elapsed, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &r->post, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    r->valid = directed ? 1 : harness_min_int(check(ctx, r, window));
+    ofi_pvars_read(&after);
+    for (int i = 0; i < OFI_PVAR_COUNT && after.present && before.present; ++i) {
+        const unsigned proof = kind_counters[r->op->kind] | r->op->also;
+        r->delta += (proof & BENCH_CNT(i)) ? after.value[i] - before.value[i] : 0;
+    }
+    r->delta = harness_sum_ul(r->delta);
+    r->carried = r->delta > 0 ? "btl_ofi" : "not btl-ofi";
 }
 
-int bench_exit_code(const bench_ctx_t *ctx, int failures, int rows_not_ours)
+/* Every wanted op at every size, one row each; the exit code. */
+static int sweep(bench_ctx_t *ctx)
 {
+    const bench_prog_t *prog = ctx->prog;
+    bench_sweep_t *s = &ctx->opt.sweep;
+    int failures = 0, not_ours = 0, rc;
+
+    while (prog->default_max && s->default_sizes && s->nsizes > 1 &&
+           s->sizes[s->nsizes - 1] > prog->default_max) {
+        --s->nsizes;
+    }
+    if (HARNESS_EXIT_PASS != (rc = window_open(ctx))) {
+        return rc;
+    }
+    header(ctx);
+    for (const bench_op_t *op = prog->ops; op->name; ++op) {
+        const size_t elem = BENCH_GET < op->kind ? 8 : 1;
+        const int one =
+            BENCH_ATOMICS == prog->mode || BENCH_FOP == op->kind || BENCH_CAS == op->kind;
+        size_t last = 0;
+
+        if (!harness_listed(&s->ops, op->name, 1)) {
+            continue;
+        }
+        for (int i = 0; i < s->nsizes; ++i) {
+            bench_run_t run = {.op = op, .size = one ? 8 : s->sizes[i] / elem * elem};
+            if (0 == run.size || run.size == last) {
+                continue; /* e.g. 3 B has no 8-byte element; 100 B and 96 B would repeat */
+            }
+            last = run.size;
+            measure(ctx, &run);
+            failures += !run.valid;
+            not_ours += 0 == run.delta;
+            prog->row(ctx, &run);
+        }
+    }
     if (failures) {
         return HARNESS_EXIT_FAIL;
     }
-    return (ctx->opt.require_ofi && rows_not_ours) ? HARNESS_EXIT_NOT_OURS : HARNESS_EXIT_PASS;
+    return (ctx->opt.require_ofi && not_ours) ? HARNESS_EXIT_NOT_OURS : HARNESS_EXIT_PASS;
 }
 
-static void bench_put_issue(void *arg, size_t size, int j)
+/* Between btl-ofi's counters opened and closed (harness_run). */
+static int bench_run(void *arg)
 {
     bench_ctx_t *ctx = arg;
-    size_t off = bench_slot(ctx, size, j);
+    int rc;
 
-    MPI_Put(ctx->origin + off, (int) size, MPI_BYTE, ctx->peer, bench_disp(ctx, off), (int) size,
-            MPI_BYTE, ctx->win);
+    find_btl_ofi_so(ctx->btl_ofi_so, sizeof(ctx->btl_ofi_so));
+    rc = sweep(ctx);
+    window_close(ctx);
+    return rc;
 }
 
-static void bench_get_issue(void *arg, size_t size, int j)
+int bench_main(int argc, char **argv, const bench_prog_t *prog)
 {
-    bench_ctx_t *ctx = arg;
-    size_t off = bench_slot(ctx, size, j);
+    bench_ctx_t ctx = {.prog = prog, .win = MPI_WIN_NULL};
+    int size;
+    int rc = harness_init(&argc, &argv, HARNESS_MPI_INIT, NULL, &ctx.rank, &size, parse_opts, &ctx,
+                          usage, HARNESS_EXIT_FAIL);
 
-    MPI_Get(ctx->origin + off, (int) size, MPI_BYTE, ctx->peer, bench_disp(ctx, off), (int) size,
-            MPI_BYTE, ctx->win);
-}
-
-const bench_rma_op_t bench_rma_ops[2] = {
-    {"put", BENCH_CNT(OFI_PVAR_PUTS), bench_put_issue},
-    {"get", BENCH_CNT(OFI_PVAR_GETS), bench_get_issue},
-};
-
-void bench_measure(bench_ctx_t *ctx, int active, bench_issue_fn fn, void *arg, size_t size,
-                   unsigned counters, bench_run_t *run)
-{
-    bench_probe_t probe;
-
-    bench_iterations(ctx, size * (size_t) ctx->opt.sweep.window, &run->iters, &run->warmup);
-    bench_probe_begin(&probe);
-    run->t = bench_windowed(ctx, active, fn, arg, size, run->iters, run->warmup);
-    run->path = bench_probe_end(ctx, &probe, counters);
-}
-
-int bench_rma_sweep(bench_ctx_t *ctx, const char *metric, size_t window_bytes, int fill,
-                    const bench_field_t *columns, int ncols, bench_rma_row_fn row)
-{
-    char what[160];
-    int not_ours = 0, rc = bench_window_open(ctx, window_bytes);
-
-    if (HARNESS_EXIT_PASS != rc) {
+    if (rc) {
         return rc;
     }
-    memset(ctx->origin, fill, ctx->win_len);
-    snprintf(what, sizeof(what), "%s %s, %d operations per %s",
-             ctx->opt.bidir ? "bidirectional" : "unidirectional", metric, ctx->opt.sweep.window,
-             BENCH_SYNC_FLUSH == ctx->opt.sync ? "MPI_Win_flush (lock_all epoch)" : "MPI_Win_fence");
-    bench_header(ctx, what, columns, ncols);
-    for (size_t o = 0; o < sizeof(bench_rma_ops) / sizeof(bench_rma_ops[0]); ++o) {
-        if (!bench_op_wanted(ctx, bench_rma_ops[o].name, 1)) {
-            continue;
-        }
-        for (int s = 0; s < ctx->opt.sweep.nsizes; ++s) {
-            const bench_rma_op_t *op = &bench_rma_ops[o];
-            bench_run_t run;
-
-            bench_measure(ctx, 0 == ctx->rank || ctx->opt.bidir, op->issue, ctx,
-                          ctx->opt.sweep.sizes[s], op->counters, &run);
-            not_ours += !run.path.ours;
-            row(ctx, op, ctx->opt.sweep.sizes[s], &run);
-        }
+    /* Window creation failures come back as codes, so they can be reported as "skipped". */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    if (2 != size) {
+        return harness_skip(ctx.rank, "%s: needs exactly 2 ranks (got %d): not supported here\n",
+                            prog->name, size);
     }
-    return bench_exit_code(ctx, 0, not_ours);
+    ctx.peer = 1 - ctx.rank;
+    return harness_run(bench_run, &ctx);
 }

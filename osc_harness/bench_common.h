@@ -1,8 +1,10 @@
 /*
- * Shared pieces of the one-sided benchmarks (osc_latency, osc_bw, osc_msgrate,
- * osc_atomic_rate): options, the size list, iteration scaling, windows, the
- * proof-of-path probe over btl-ofi's counters, and one output routine that
- * prints either a fixed-width table or JSON lines.
+ * The one-sided benchmarks (osc_latency, osc_bw, osc_msgrate, osc_atomic_rate)
+ * are one program here, told apart by a bench_prog_t: options, the size list,
+ * iteration scaling, windows, the operations, the timed loop, the values
+ * checked, the proof-of-path probe over btl-ofi's counters, and the header
+ * printed as a fixed-width table or JSON lines. Each program keeps its own
+ * operations and result row.
  */
 #ifndef OSC_HARNESS_BENCH_COMMON_H
 #define OSC_HARNESS_BENCH_COMMON_H
@@ -19,6 +21,59 @@
 typedef enum { BENCH_WIN_CREATE, BENCH_WIN_DYNAMIC } bench_flavor_t;
 typedef enum { BENCH_SYNC_FLUSH, BENCH_SYNC_FENCE } bench_sync_t;
 
+/* Counter masks: the btl-ofi counters an operation must move. */
+#define BENCH_CNT(id) (1u << (id))
+#define BENCH_CNT_RMA (BENCH_CNT(OFI_PVAR_PUTS) | BENCH_CNT(OFI_PVAR_GETS))
+#define BENCH_CNT_ATOMIC BENCH_CNT(OFI_PVAR_ATOMICS)
+/* Compare-and-swap: a BTL atomic, or within one node on Open MPI 5 a get (and a
+ * put when it swaps) under osc/rdma's accumulate lock. */
+#define BENCH_CNT_CAS (BENCH_CNT(OFI_PVAR_ATOMICS) | BENCH_CNT(OFI_PVAR_GETS))
+
+/* put, get: MPI_BYTE; the others: MPI_INT64_T with MPI_SUM (cas: compare 0, swap in 1). */
+typedef enum { BENCH_PUT, BENCH_GET, BENCH_ACC, BENCH_GET_ACC, BENCH_FOP, BENCH_CAS } bench_kind_t;
+
+typedef struct bench_op {
+    const char *name;
+    bench_kind_t kind; /* fetch_and_op and compare_and_swap: one element (8 bytes) */
+    unsigned also;     /* BENCH_CNT bits that prove the path too, beyond the kind's own */
+} bench_op_t;
+
+/* Who posts, how often they synchronize, and whether the values are checked. */
+typedef enum {
+    BENCH_LATENCY,  /* rank 0: one operation + MPI_Win_flush, lock_all epoch, posts not timed */
+    BENCH_ATOMICS,  /* rank 0: -W one-element atomics per -s synchronization */
+    BENCH_DIRECTED, /* rank 0 (and 1 with -d bi): -W per -s synchronization; data not checked */
+} bench_mode_t;
+
+/** What one measured (op, size) gave; a program's row prints it. */
+typedef struct bench_run {
+    const bench_op_t *op;
+    size_t size;
+    int iters, warmup;   /* timed and untimed iterations */
+    double elapsed;      /* seconds for the timed iterations (max over active ranks) */
+    double post;         /* of which in the posting calls (the rest is synchronization) */
+    unsigned long delta; /* sum over ranks of the counters that prove the op's path */
+    const char *carried; /* "btl_ofi" if they moved, else "not btl-ofi" */
+    int valid;           /* the values were right on both ranks (unless BENCH_DIRECTED) */
+} bench_run_t;
+
+struct bench_ctx;
+
+/*
+ * A benchmark program. Its rows are op, size, iters (of the widths given), what row adds, then
+ * valid (unless BENCH_DIRECTED), carried_by and ofi_ops.
+ */
+typedef struct bench_prog {
+    const char *name;     /* program name, the "bench" key of every record */
+    const char *ops_help; /* the -o line's list of operations */
+    const char *metric;   /* first words of the header ("bandwidth", ...) */
+    bench_mode_t mode;
+    size_t default_max;    /* without -S or -M, no size above this (0: the whole list) */
+    int widths[3];         /* of the op, size and iters columns */
+    const bench_op_t *ops; /* in the order of the rows, up to one with a NULL name */
+    void (*row)(const struct bench_ctx *ctx, const bench_run_t *run);
+} bench_prog_t;
+
 typedef struct bench_opts {
     bench_sweep_t sweep; /* -o -S -m -M -i -x -B -W -j (bench_sizes.h) */
     bench_flavor_t flavor;
@@ -28,140 +83,30 @@ typedef struct bench_opts {
 } bench_opts_t;
 
 typedef struct bench_ctx {
-    const char *name; /* program name, the "bench" key of every record */
-    const char *usage_extra;          /* the -o line's list of operations */
-    int (*run)(struct bench_ctx *ctx); /* the program's measurements */
-    int rank, peer;
+    const bench_prog_t *prog;
+    int rank, peer, columns; /* columns: bench_row prints the column names */
     bench_opts_t opt;
     MPI_Win win;
-    char *win_buf;       /* local window memory (page aligned) */
+    char *win_buf; /* local window memory (page aligned) */
     size_t win_len;
-    MPI_Aint peer_base;  /* displacement of the peer's window memory (0 unless dynamic) */
-    char *origin;        /* local source / destination buffer, win_len bytes */
+    MPI_Aint peer_base;   /* displacement of the peer's window memory (0 unless dynamic) */
+    char *origin;         /* source / destination buffer, win_len bytes; cas: desired, compare */
+    int64_t *result;      /* fetched values */
     char btl_ofi_so[512]; /* which mca_btl_ofi.so this process mapped, "" if none */
 } bench_ctx_t;
 
-/** Counter snapshot taken before a measured block. */
-typedef struct bench_probe {
-    ofi_pvars_t before;
-} bench_probe_t;
-
-/** What the probe proved about a measured block (same on every rank). */
-typedef struct bench_path {
-    unsigned long delta; /* sum over ranks of the counters in the mask */
-    int ours;            /* 1 if btl-ofi's counters moved */
-    const char *label;   /* "btl_ofi" or "not btl-ofi" */
-} bench_path_t;
-
-/* Counter masks for bench_probe_end(). */
-#define BENCH_CNT(id) (1u << (id))
-#define BENCH_CNT_RMA (BENCH_CNT(OFI_PVAR_PUTS) | BENCH_CNT(OFI_PVAR_GETS))
-#define BENCH_CNT_ANY (BENCH_CNT_RMA | BENCH_CNT(OFI_PVAR_ATOMICS))
-/* Compare-and-swap: a BTL atomic, or within one node on Open MPI 5 a get (and a
- * put when it swaps) under osc/rdma's accumulate lock. */
-#define BENCH_CNT_CAS (BENCH_CNT(OFI_PVAR_ATOMICS) | BENCH_CNT(OFI_PVAR_GETS))
-
 /**
  * A benchmark's whole main: MPI_Init, options (usage and exit 1 on an error),
- * the 2-rank check (77), btl-ofi's counters, run(ctx), the window closed,
- * MPI_Finalize. ctx may be the first member of the program's own context.
- * @retval the exit code
+ * the 2-rank check (77), btl-ofi's counters, every wanted op at every size
+ * (one row each), MPI_Finalize.
+ * @retval 0 done, 1 wrong values, 2 not carried by btl-ofi (-r), 77 not supported
  */
-int bench_main(int argc, char **argv, const char *name, const char *usage_extra,
-               bench_ctx_t *ctx, int (*run)(bench_ctx_t *ctx));
+int bench_main(int argc, char **argv, const bench_prog_t *prog);
 
-/** True if the op was asked for with -o (or -o was not given and dflt is true). */
-int bench_op_wanted(const bench_ctx_t *ctx, const char *op, int dflt);
+/** put and get: the operations of osc_bw and osc_msgrate. */
+extern const bench_op_t bench_rma_ops[3];
 
-/** Iterations and warm-up for one message size (the budget lowers them for large sizes). */
-void bench_iterations(const bench_ctx_t *ctx, size_t size, int *iters, int *warmup);
-
-/**
- * Create the window (Win_create or dynamic + attach) over len bytes, plus an origin buffer
- * of the same length. @retval 0 on success, HARNESS_EXIT_SKIP if the window cannot be created.
- */
-int bench_window_open(bench_ctx_t *ctx, size_t len);
-void bench_window_close(bench_ctx_t *ctx);
-
-/** Target displacement of byte offset off in the peer's window. */
-static inline MPI_Aint bench_disp(const bench_ctx_t *ctx, size_t off)
-{
-    return ctx->peer_base + (MPI_Aint) off;
-}
-
-/* Probe: local snapshot, then a collective that sums the counters that moved. */
-void bench_probe_begin(bench_probe_t *probe);
-bench_path_t bench_probe_end(const bench_ctx_t *ctx, const bench_probe_t *probe, unsigned mask);
-
-/** Header comment lines and column names (rank 0 only; JSON mode prints a meta record). */
-void bench_header(const bench_ctx_t *ctx, const char *what, const bench_field_t *cols, int n);
-/** One result row (rank 0 only); flushed at once so a later crash keeps it. */
-void bench_row(const bench_ctx_t *ctx, const bench_field_t *fields, int n);
-
-/** Wall-clock seconds (MPI_Wtime). */
-static inline double bench_now(void)
-{
-    return MPI_Wtime();
-}
-
-/** Posts the j-th operation of a window of operations of one size. */
-typedef void (*bench_issue_fn)(void *arg, size_t size, int j);
-
-typedef struct bench_times {
-    double elapsed; /* seconds for the timed iterations (max over active ranks) */
-    double post;    /* of which in the posting calls (the rest is synchronization) */
-} bench_times_t;
-
-/**
- * The windowed loop shared by bandwidth and rate programs: per iteration, each active rank
- * posts opt.window operations then synchronizes (MPI_Win_flush to the peer inside one
- * lock_all epoch, or MPI_Win_fence on both ranks). Collective; warm-up excluded from timing.
- */
-bench_times_t bench_windowed(bench_ctx_t *ctx, int active, bench_issue_fn fn, void *arg,
-                             size_t size, int iters, int warmup);
-
-/** One measured (op, size) of a windowed benchmark. */
-typedef struct bench_run {
-    int iters, warmup; /* timed and untimed iterations, each of opt.sweep.window operations */
-    bench_times_t t;
-    bench_path_t path; /* whether btl-ofi carried it */
-} bench_run_t;
-
-/**
- * bench_windowed over the iterations the sweep gives size * window bytes, between
- * two probes of btl-ofi's counters (the counters mask): what bench_run_t holds. Collective.
- */
-void bench_measure(bench_ctx_t *ctx, int active, bench_issue_fn fn, void *arg, size_t size,
-                   unsigned counters, bench_run_t *run);
-
-/** Byte offset of the j-th operation of a window: distinct slots while they fit. */
-size_t bench_slot(const bench_ctx_t *ctx, size_t size, int j);
-
-/** A contiguous put or get of one window slot: the op tables of osc_bw and osc_msgrate. */
-typedef struct bench_rma_op {
-    const char *name;
-    unsigned counters; /* BENCH_CNT bits this op must move */
-    bench_issue_fn issue;
-} bench_rma_op_t;
-
-/** put and get, in that order. */
-extern const bench_rma_op_t bench_rma_ops[2];
-
-
-/** Prints the result row of one measured (op, size). */
-typedef void (*bench_rma_row_fn)(bench_ctx_t *ctx, const bench_rma_op_t *op, size_t size,
-                                 const bench_run_t *run);
-
-/**
- * The windowed put/get benchmarks: opens a window of window_bytes (origin filled with fill),
- * prints the header titled "<direction> <metric>, <window> operations per <sync>", measures
- * every wanted op and size (bench_measure, active on rank 0 or, -d bi, on both), prints each
- * with row(), returns the exit code.
- */
-int bench_rma_sweep(bench_ctx_t *ctx, const char *metric, size_t window_bytes, int fill,
-                    const bench_field_t *columns, int ncols, bench_rma_row_fn row);
-
-/** The exit code for the whole run given failures and whether every row was ours. */
-int bench_exit_code(const bench_ctx_t *ctx, int failures, int rows_not_ours);
+/** One result row (rank 0 only) with the program's fields, or the column names for the header. */
+void bench_row(const bench_ctx_t *ctx, const bench_run_t *run, const bench_field_t *fields, int n);
 
 #endif

@@ -3,15 +3,6 @@
 
 #include <stdio.h>
 
-void bench_print_columns(const bench_field_t *cols, int n)
-{
-    for (int i = 0; i < n; ++i) {
-        printf("%*s", cols[i].width, cols[i].key);
-    }
-    printf("\n");
-    fflush(stdout);
-}
-
 /* One field: JSON ("key": value) or a table cell of the field's width. */
 static void print_field(const bench_field_t *f, int json)
 {
@@ -37,13 +28,20 @@ static void print_field(const bench_field_t *f, int json)
     }
 }
 
-void bench_print_row(const char *name, int json, const bench_field_t *f, int n)
+void bench_print_row(const char *name, int json, int columns, const bench_field_t *f, int n)
 {
+    if (json && columns) {
+        return;
+    }
     if (json) {
         printf("{\"bench\": \"%s\"", name);
     }
     for (int i = 0; i < n; ++i) {
-        print_field(&f[i], json);
+        if (columns) {
+            printf("%*s", f[i].width, f[i].key);
+        } else {
+            print_field(&f[i], json);
+        }
     }
     printf(json ? "}\n" : "\n");
     fflush(stdout);

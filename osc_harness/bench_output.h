@@ -17,14 +17,24 @@ typedef struct bench_field {
     double d;
 } bench_field_t;
 
-#define BENCH_STR(k, w, v) {.key = (k), .width = (w), .type = BENCH_F_STR, .s = (v)}
-#define BENCH_INT(k, w, v) {.key = (k), .width = (w), .type = BENCH_F_INT, .i = (long long) (v)}
-#define BENCH_DBL(k, w, p, v)                                                                  \
-    {.key = (k), .width = (w), .prec = (p), .type = BENCH_F_DBL, .d = (double) (v)}
+#define BENCH_STR(k, w, v)                                                                         \
+    {                                                                                              \
+        .key = (k), .width = (w), .type = BENCH_F_STR, .s = (v)                                    \
+    }
+#define BENCH_INT(k, w, v)                                                                         \
+    {                                                                                              \
+        .key = (k), .width = (w), .type = BENCH_F_INT, .i = (long long)(v)                         \
+    }
+#define BENCH_DBL(k, w, p, v)                                                                      \
+    {                                                                                              \
+        .key = (k), .width = (w), .prec = (p), .type = BENCH_F_DBL, .d = (double)(v)               \
+    }
 
-/** Column names, right-aligned to each field's width. */
-void bench_print_columns(const bench_field_t *cols, int n);
-/** One record; the JSON form starts with "bench": name. Flushed at once. */
-void bench_print_row(const char *name, int json, const bench_field_t *f, int n);
+/**
+ * One record: a table row, or (json) one JSON object that starts with "bench": name; with
+ * columns set the table's column names instead, right-aligned to each field's width (nothing
+ * in JSON mode). Flushed at once, so that a later crash keeps it.
+ */
+void bench_print_row(const char *name, int json, int columns, const bench_field_t *f, int n);
 
 #endif

@@ -11,20 +11,7 @@
 
 #define BENCH_MAX_SIZES 64
 #define BENCH_DEFAULT_MAX_ITERS 10000
-#define BENCH_DEFAULT_MIN_ITERS 10
-#define BENCH_DEFAULT_BUDGET (256UL << 20)
 #define BENCH_DEFAULT_WINDOW 64
-
-/** Comma-separated sizes (list is modified), sorted ascending. @retval count, -1 malformed. */
-int bench_parse_size_list(char *list, size_t *sizes, int max);
-/** The default sizes within [min, max]: powers of two and a few that are not. */
-int bench_default_sizes(size_t min, size_t max, size_t *sizes, int max_count);
-/**
- * Iterations for bytes_per_iter: max_iters, lowered so that no more than budget bytes move,
- * never below min_iters. Warm-up: warmup if >= 0, else a tenth (2 to 100).
- */
-void bench_scale_iterations(size_t bytes_per_iter, int max_iters, int min_iters, size_t budget,
-                            int warmup, int *iters_out, int *warmup_out);
 
 /** The sweep options the MPI benchmarks and ofi_rma_ref share: -o -S -m -M -i -x -B -W -j. */
 typedef struct bench_sweep {
@@ -42,22 +29,25 @@ typedef struct bench_sweep {
     int default_sizes;  /* neither -S nor -M given: programs may trim the list */
 } bench_sweep_t;
 
+/** HARNESS_OPT_FN parser of -S: comma-separated sizes (K, M suffixes), sorted ascending. */
 int bench_sweep_sizes(const char *arg, void *sweep);
-int bench_sweep_iters(const char *arg, void *sweep);
-int bench_sweep_window(const char *arg, void *window);
 
 /* The harness_getopt table entries of the sweep options, filling *(s). */
-#define BENCH_SWEEP_OPTS(s)                                                                    \
-    HARNESS_CUSTOM('o', &(s)->ops, harness_list_parse),                                        \
-        HARNESS_CUSTOM('S', (s), bench_sweep_sizes), HARNESS_ARG('m', HARNESS_OPT_SIZE, &(s)->min), \
-        HARNESS_ARG('M', HARNESS_OPT_SIZE, &(s)->max), HARNESS_CUSTOM('i', (s), bench_sweep_iters), \
-        HARNESS_ARG('x', HARNESS_OPT_INT, &(s)->warmup),                                       \
-        HARNESS_ARG('B', HARNESS_OPT_SIZE, &(s)->budget),                                      \
-        HARNESS_CUSTOM('W', &(s)->window, bench_sweep_window), HARNESS_FLAG('j', &(s)->json, 1)
+#define BENCH_SWEEP_OPTS(s)                                                                        \
+    HARNESS_CUSTOM('o', &(s)->ops, harness_list_parse),                                            \
+        HARNESS_CUSTOM('S', (s), bench_sweep_sizes),                                               \
+        HARNESS_ARG('m', HARNESS_OPT_SIZE, &(s)->min),                                             \
+        HARNESS_ARG('M', HARNESS_OPT_SIZE, &(s)->max),                                             \
+        HARNESS_ARG('i', HARNESS_OPT_POS, &(s)->max_iters),                                        \
+        HARNESS_ARG('x', HARNESS_OPT_INT, &(s)->warmup),                                           \
+        HARNESS_ARG('B', HARNESS_OPT_SIZE, &(s)->budget),                                          \
+        HARNESS_ARG('W', HARNESS_OPT_POS, &(s)->window), HARNESS_FLAG('j', &(s)->json, 1)
 
-/** bench_scale_iterations with the sweep's -i, -x and -B, for bytes_per_iter. */
-void bench_sweep_iterations(const bench_sweep_t *s, size_t bytes_per_iter, int *iters,
-                            int *warmup);
+/**
+ * Iterations for bytes_per_iter: -i, lowered so that no more than -B bytes move, never below
+ * 10 (or -i). Warm-up: -x if given, else a tenth (2 to 100).
+ */
+void bench_sweep_iterations(const bench_sweep_t *s, size_t bytes_per_iter, int *iters, int *warmup);
 /** Distinct slots for a whole window (-W) of the largest size, within 64 MiB; at least floor. */
 size_t bench_sweep_window_bytes(const bench_sweep_t *s, size_t floor);
 

@@ -50,7 +50,7 @@ int harness_parse_size(const char *text, size_t *out)
     if ('\0' != *end || 0 == v) {
         return -1;
     }
-    *out = (size_t) v;
+    *out = (size_t)v;
     return 0;
 }
 
@@ -63,33 +63,21 @@ static int harness_index(const char *name, const char *const *names, int n)
     return i < n ? i : -1;
 }
 
-static int harness_choose(const char *arg, const char *const *names, int n, int *out)
-{
-    int i = harness_index(arg, names, n);
-
-    if (i < 0) {
-        return -1;
-    }
-    *out = i;
-    return 0;
-}
-
 /* Each name of a comma list switches on[i] of names[i], the others off; an unknown name: -1. */
 static int harness_pick(const char *arg, const char *const *names, int n, bool *on)
 {
-    char *copy = strdup(arg), *save = NULL;
-    int rc = 0;
+    harness_list_t list;
+    int rc = harness_list_parse(arg, &list);
 
     memset(on, 0, n * sizeof(bool));
-    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        int i = harness_index(tok, names, n);
+    for (int k = 0; k < list.n; ++k) {
+        const int i = harness_index(list.item[k], names, n);
         if (i < 0) {
             rc = -1;
         } else {
             on[i] = true;
         }
     }
-    free(copy);
     return rc;
 }
 
@@ -97,8 +85,9 @@ static int harness_set(const harness_opt_t *opt, const char *arg)
 {
     switch (opt->type) {
     case HARNESS_OPT_INT:
+    case HARNESS_OPT_POS:
         *(int *)opt->value = atoi(arg);
-        return 0;
+        return HARNESS_OPT_POS == opt->type && *(int *)opt->value < 1 ? -1 : 0;
     case HARNESS_OPT_LLONG:
         *(long long *)opt->value = atoll(arg);
         return 0;
@@ -117,7 +106,8 @@ static int harness_set(const harness_opt_t *opt, const char *arg)
         *(int *)opt->value = opt->n;
         return 0;
     case HARNESS_OPT_CHOICE:
-        return harness_choose(arg, opt->names, opt->n, opt->value);
+        *(int *)opt->value = harness_index(arg, opt->names, opt->n);
+        return *(int *)opt->value < 0 ? -1 : 0;
     case HARNESS_OPT_PICK:
         return harness_pick(arg, opt->names, opt->n, opt->value);
     default:
@@ -158,15 +148,7 @@ int harness_list_parse(const char *arg, void *value)
 
 bool harness_listed(const harness_list_t *list, const char *name, bool dflt)
 {
-    if (0 == list->n) {
-        return dflt;
-    }
-    for (int i = 0; i < list->n; ++i) {
-        if (0 == strcmp(list->item[i], name)) {
-            return true;
-        }
-    }
-    return false;
+    return 0 == list->n ? dflt : harness_index(name, list->item, list->n) >= 0;
 }
 
 double harness_now(void)

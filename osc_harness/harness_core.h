@@ -21,15 +21,17 @@
 /* ---- options ----------------------------------------------------------- */
 
 typedef enum {
-    HARNESS_OPT_INT,   /* int: atoi */
-    HARNESS_OPT_LLONG, /* long long: atoll */
-    HARNESS_OPT_U64,   /* uint64_t: strtoull, any base */
-    HARNESS_OPT_KIB,   /* size_t: atol KiB, in bytes */
-    HARNESS_OPT_SIZE,  /* size_t: harness_parse_size; malformed: error */
-    HARNESS_OPT_STR,   /* const char *: the argument itself */
+    HARNESS_OPT_INT,    /* int: atoi */
+    HARNESS_OPT_POS,    /* int: atoi, below 1: error */
+    HARNESS_OPT_LLONG,  /* long long: atoll */
+    HARNESS_OPT_U64,    /* uint64_t: strtoull, any base */
+    HARNESS_OPT_KIB,    /* size_t: atol KiB, in bytes */
+    HARNESS_OPT_SIZE,   /* size_t: harness_parse_size; malformed: error */
+    HARNESS_OPT_STR,    /* const char *: the argument itself */
     HARNESS_OPT_SET,    /* int: set to .n, takes no argument */
     HARNESS_OPT_CHOICE, /* int: the index of the argument among .names[.n] */
-    HARNESS_OPT_PICK,   /* bool[.n]: on for each name of a comma list of .names[.n] */
+    HARNESS_OPT_PICK,   /* bool[.n]: on for each name of a comma list (harness_list_t) of .names[.n]
+                         */
     HARNESS_OPT_FN,     /* custom: fn(argument, value) returns 0, or -1 for an error */
 } harness_opt_type_t;
 
@@ -44,11 +46,22 @@ typedef struct harness_opt {
 } harness_opt_t;
 
 /* Table entries: an option with an argument, a flag, a custom parser, a name or names. */
-#define HARNESS_ARG(f, t, v) {.flag = (f), .type = (t), .value = (v)}
-#define HARNESS_FLAG(f, v, x) {.flag = (f), .type = HARNESS_OPT_SET, .value = (v), .n = (x)}
-#define HARNESS_CUSTOM(f, v, parse) {.flag = (f), .type = HARNESS_OPT_FN, .value = (v), .fn = (parse)}
-#define HARNESS_NAMED(f, t, v, list, count)                                                    \
-    {.flag = (f), .type = (t), .value = (v), .n = (count), .names = (list)}
+#define HARNESS_ARG(f, t, v)                                                                       \
+    {                                                                                              \
+        .flag = (f), .type = (t), .value = (v)                                                     \
+    }
+#define HARNESS_FLAG(f, v, x)                                                                      \
+    {                                                                                              \
+        .flag = (f), .type = HARNESS_OPT_SET, .value = (v), .n = (x)                               \
+    }
+#define HARNESS_CUSTOM(f, v, parse)                                                                \
+    {                                                                                              \
+        .flag = (f), .type = HARNESS_OPT_FN, .value = (v), .fn = (parse)                           \
+    }
+#define HARNESS_NAMED(f, t, v, list, count)                                                        \
+    {                                                                                              \
+        .flag = (f), .type = (t), .value = (v), .n = (count), .names = (list)                      \
+    }
 
 /** "4096", "64K", "4M" -> bytes. @retval 0 ok, -1 malformed or zero. */
 int harness_parse_size(const char *text, size_t *out);

@@ -77,37 +77,21 @@ void *harness_realloc(const char *prog, void *p, size_t bytes)
     return q;
 }
 
-unsigned long harness_sum_ul(unsigned long value)
-{
-    MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
-    return value;
-}
+/* A collective reduction of one value: name(value) returns the result on every rank. */
+#define HARNESS_REDUCTION(name, type, mpi_type, mpi_op)                                            \
+    type name(type value)                                                                          \
+    {                                                                                              \
+        MPI_Allreduce(MPI_IN_PLACE, &value, 1, mpi_type, mpi_op, MPI_COMM_WORLD);                  \
+        return value;                                                                              \
+    }
+
+HARNESS_REDUCTION(harness_sum_ul, unsigned long, MPI_UNSIGNED_LONG, MPI_SUM)
+HARNESS_REDUCTION(harness_sum_long, long, MPI_LONG, MPI_SUM)
+HARNESS_REDUCTION(harness_min_ul, unsigned long, MPI_UNSIGNED_LONG, MPI_MIN)
+HARNESS_REDUCTION(harness_max_int, int, MPI_INT, MPI_MAX)
+HARNESS_REDUCTION(harness_min_int, int, MPI_INT, MPI_MIN)
 
 void harness_sum_ul_n(unsigned long *values, int n)
 {
     MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
-}
-
-long harness_sum_long(long value)
-{
-    MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-    return value;
-}
-
-unsigned long harness_min_ul(unsigned long value)
-{
-    MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_UNSIGNED_LONG, MPI_MIN, MPI_COMM_WORLD);
-    return value;
-}
-
-int harness_max_int(int value)
-{
-    MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    return value;
-}
-
-int harness_min_int(int value)
-{
-    MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    return value;
 }

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #ifndef OSC_HARNESS_COMPONENT
-#    define OSC_HARNESS_COMPONENT "ofi"
+#define OSC_HARNESS_COMPONENT "ofi"
 #endif
 
 static const char *const suffixes[OFI_PVAR_COUNT] = {
@@ -37,82 +37,57 @@ const char *ofi_component_name(void)
     return (name && *name) ? name : OSC_HARNESS_COMPONENT;
 }
 
-static void full_name(const char *suffix, char *buf, size_t len)
-{
-    snprintf(buf, len, "btl_%s_%s", ofi_component_name(), suffix);
-}
-
 const char *ofi_pvar_name(enum ofi_pvar_id id)
 {
     if ('\0' == names[id][0]) {
-        full_name(suffixes[id], names[id], sizeof(names[id]));
+        snprintf(names[id], sizeof(names[id]), "btl_%s_%s", ofi_component_name(), suffixes[id]);
     }
     return names[id];
 }
 
-/*
- * MPI_T_init_thread at the program's current thread level: Open MPI 4.1
- * applies MPI_T's level to the whole library, so asking for less would
- * silently downgrade an MPI_THREAD_MULTIPLE program. Returns 0 on success.
- */
-static int ofi_mpit_init(void)
+/* The valid performance variable at index whose name is one of our counters: its handle. */
+static void ofi_pvar_bind(int index)
 {
-    int level = MPI_THREAD_SINGLE, provided;
+    char vname[256], desc[256];
+    int name_len = sizeof(vname), desc_len = sizeof(desc), verbosity, var_class, bind, readonly,
+        continuous, atomic, count;
+    MPI_Datatype dtype;
+    MPI_T_enum enumtype;
 
-    MPI_Query_thread(&level);
-    return MPI_SUCCESS == MPI_T_init_thread(level, &provided) ? 0 : -1;
-}
-
-/* Index of the valid performance variable NAME, or -1 (absent or invalid). */
-static int ofi_pvar_index(const char *name)
-{
-    int num;
-
-    if (MPI_SUCCESS != MPI_T_pvar_get_num(&num)) {
-        return -1;
+    /* get_info fails for invalid variables, e.g. those of a closed component */
+    if (MPI_SUCCESS != MPI_T_pvar_get_info(index, vname, &name_len, &verbosity, &var_class, &dtype,
+                                           &enumtype, desc, &desc_len, &bind, &readonly,
+                                           &continuous, &atomic)) {
+        return;
     }
-    for (int index = 0; index < num; ++index) {
-        char vname[256], desc[256];
-        int name_len = sizeof(vname), desc_len = sizeof(desc), verbosity, var_class, bind, readonly,
-            continuous, atomic;
-        MPI_Datatype dtype;
-        MPI_T_enum enumtype;
-
-        /* get_info fails for invalid variables, e.g. those of a closed component */
-        if (MPI_SUCCESS == MPI_T_pvar_get_info(index, vname, &name_len, &verbosity, &var_class,
-                                               &dtype, &enumtype, desc, &desc_len, &bind, &readonly,
-                                               &continuous, &atomic) &&
-            0 == strcmp(vname, name)) {
-            return index;
+    for (int i = 0; i < OFI_PVAR_COUNT; ++i) {
+        if (MPI_T_PVAR_HANDLE_NULL == handles[i] && 0 == strcmp(vname, ofi_pvar_name(i)) &&
+            MPI_SUCCESS == MPI_T_pvar_handle_alloc(session, index, NULL, &handles[i], &count)) {
+            ++found;
         }
     }
-    return -1;
-}
-
-/* Index of the component's counter btl_<component>_SUFFIX, or -1. */
-static int ofi_pvar_index_of(const char *suffix)
-{
-    char name[96];
-
-    full_name(suffix, name, sizeof(name));
-    return ofi_pvar_index(name);
 }
 
 int ofi_pvars_open(void)
 {
-    int count;
+    int level = MPI_THREAD_SINGLE, provided, num = 0;
 
-    if (0 != ofi_mpit_init() || MPI_SUCCESS != MPI_T_pvar_session_create(&session)) {
+    /*
+     * MPI_T at the program's current thread level: Open MPI 4.1 applies MPI_T's level to the
+     * whole library, so asking for less would silently downgrade an MPI_THREAD_MULTIPLE program.
+     */
+    MPI_Query_thread(&level);
+    if (MPI_SUCCESS != MPI_T_init_thread(level, &provided) ||
+        MPI_SUCCESS != MPI_T_pvar_session_create(&session)) {
         return -1;
     }
     found = 0;
     for (int i = 0; i < OFI_PVAR_COUNT; ++i) {
-        int index = ofi_pvar_index_of(suffixes[i]);
         handles[i] = MPI_T_PVAR_HANDLE_NULL;
-        if (index >= 0 &&
-            MPI_SUCCESS == MPI_T_pvar_handle_alloc(session, index, NULL, &handles[i], &count)) {
-            ++found;
-        }
+    }
+    MPI_T_pvar_get_num(&num);
+    for (int index = 0; index < num; ++index) {
+        ofi_pvar_bind(index);
     }
     return 0;
 }

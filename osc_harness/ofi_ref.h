@@ -36,7 +36,7 @@ typedef struct ref_fabric {
     struct fid_mr *mr;
     int delivery_complete; /* 0: remote completion proven by a read after the writes */
 
-    char *region;      /* registered: data, then the control page */
+    char *region; /* registered: data, then the control page */
     size_t data_len;
     volatile uint64_t *ctrl; /* first word of the control page: step counter the peer writes */
     uint64_t *scratch;       /* second word: proof reads target it */
@@ -49,8 +49,8 @@ typedef struct ref_fabric {
     struct fi_context2 *ctxs; /* one per operation in flight */
     int nctx;
     uint64_t outstanding;
-    uint64_t step_src;  /* source of the step word written to the peer */
-    int64_t proof_src;  /* operand/result of proof reads */
+    uint64_t step_src; /* source of the step word written to the peer */
+    int64_t proof_src; /* operand/result of proof reads */
     int64_t proof_dst;
 } ref_fabric_t;
 
@@ -73,14 +73,17 @@ int ref_progress(ref_fabric_t *f);
 /** Progress until nothing is outstanding. */
 void ref_wait_all(ref_fabric_t *f);
 
-/* Post one operation (retrying on -FI_EAGAIN); slot picks the context. */
-void ref_write(ref_fabric_t *f, size_t off, size_t len, int slot);
-void ref_read(ref_fabric_t *f, size_t off, size_t len, int slot);
-void ref_atomic_add(ref_fabric_t *f, const int64_t *operand, size_t off, int slot);
-void ref_fetch_add(ref_fabric_t *f, const int64_t *operand, int64_t *result, size_t off,
-                   int slot);
-void ref_cswap(ref_fabric_t *f, const int64_t *desired, const int64_t *compare, int64_t *result,
-               size_t off, int slot);
+/* What ref_post posts: fi_write, fi_read, fi_atomic SUM, fi_fetch_atomic SUM, fi_compare_atomic. */
+typedef enum { REF_PUT, REF_GET, REF_ACC, REF_FOP, REF_CAS, REF_ATOMIC_READ } ref_kind_t;
+
+/**
+ * Post one operation (progressing while the provider says -FI_EAGAIN; what names the call in
+ * an error): put and get of len bytes between the origin buffer and the peer's data at off;
+ * atomics of one int64 at off that add 1 (cas: swap 0 for 1), fetching into result. slot
+ * picks the context.
+ */
+void ref_post(ref_fabric_t *f, const char *what, ref_kind_t kind, size_t off, size_t len,
+              int64_t *result, int slot);
 
 /**
  * What MPI_Win_flush costs at the least: nothing more with FI_DELIVERY_COMPLETE; else one

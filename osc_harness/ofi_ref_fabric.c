@@ -21,10 +21,13 @@
 #define REF_MR_SERVED (FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED)
 #define REF_PROOF_ORDER (FI_ORDER_RMA_RAW | FI_ORDER_ATOMIC_RAW)
 
-static void die(const char *what, int rc)
+/* A libfabric call that returned rc: unless it is 0, the process ends with exit code 1. */
+static void check(const char *what, int rc)
 {
-    fprintf(stderr, "ofi_rma_ref: %s: %s (%d)\n", what, fi_strerror(-rc), rc);
-    exit(1);
+    if (rc) {
+        fprintf(stderr, "ofi_rma_ref: %s: %s (%d)\n", what, fi_strerror(-rc), rc);
+        exit(1);
+    }
 }
 
 static struct fi_info *getinfo(const char *prov, uint64_t op_flags, uint64_t msg_order, int hmem)
@@ -37,7 +40,7 @@ static struct fi_info *getinfo(const char *prov, uint64_t op_flags, uint64_t msg
     hints->caps = FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
     hints->mode = FI_CONTEXT | FI_CONTEXT2;
     hints->ep_attr->type = FI_EP_RDM;
-    hints->domain_attr->mr_mode = (int) REF_MR_SERVED;
+    hints->domain_attr->mr_mode = (int)REF_MR_SERVED;
     if (hmem) {
         /* as the BTL asks where libfabric >= 1.18: system memory only */
         hints->caps |= FI_HMEM;
@@ -91,16 +94,15 @@ static void open_fids(ref_fabric_t *f)
                                                               : f->info->domain_attr->av_type,
     };
     struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_CONTEXT, .wait_obj = FI_WAIT_NONE};
-    int rc;
 
-    if ((rc = fi_fabric(f->info->fabric_attr, &f->fabric, NULL))) die("fi_fabric", rc);
-    if ((rc = fi_domain(f->fabric, f->info, &f->domain, NULL))) die("fi_domain", rc);
-    if ((rc = fi_av_open(f->domain, &av_attr, &f->av, NULL))) die("fi_av_open", rc);
-    if ((rc = fi_cq_open(f->domain, &cq_attr, &f->cq, NULL))) die("fi_cq_open", rc);
-    if ((rc = fi_endpoint(f->domain, f->info, &f->ep, NULL))) die("fi_endpoint", rc);
-    if ((rc = fi_ep_bind(f->ep, &f->av->fid, 0))) die("fi_ep_bind(av)", rc);
-    if ((rc = fi_ep_bind(f->ep, &f->cq->fid, FI_TRANSMIT | FI_RECV))) die("fi_ep_bind(cq)", rc);
-    if ((rc = fi_enable(f->ep))) die("fi_enable", rc);
+    check("fi_fabric", fi_fabric(f->info->fabric_attr, &f->fabric, NULL));
+    check("fi_domain", fi_domain(f->fabric, f->info, &f->domain, NULL));
+    check("fi_av_open", fi_av_open(f->domain, &av_attr, &f->av, NULL));
+    check("fi_cq_open", fi_cq_open(f->domain, &cq_attr, &f->cq, NULL));
+    check("fi_endpoint", fi_endpoint(f->domain, f->info, &f->ep, NULL));
+    check("fi_ep_bind(av)", fi_ep_bind(f->ep, &f->av->fid, 0));
+    check("fi_ep_bind(cq)", fi_ep_bind(f->ep, &f->cq->fid, FI_TRANSMIT | FI_RECV));
+    check("fi_enable", fi_enable(f->ep));
 }
 
 static void register_region(ref_fabric_t *f)
@@ -108,21 +110,18 @@ static void register_region(ref_fabric_t *f)
     const uint64_t access = FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
     size_t len = f->data_len + REF_PAGE;
     int prov_key = !!(f->info->domain_attr->mr_mode & FI_MR_PROV_KEY);
-    int rc;
 
-    if (posix_memalign((void **) &f->region, REF_PAGE, len) ||
-        posix_memalign((void **) &f->origin, REF_PAGE, f->data_len)) {
-        die("posix_memalign", -FI_ENOMEM);
+    if (posix_memalign((void **)&f->region, REF_PAGE, len) ||
+        posix_memalign((void **)&f->origin, REF_PAGE, f->data_len)) {
+        check("posix_memalign", -FI_ENOMEM);
     }
     memset(f->region, 0, len);
     memset(f->origin, 0x5a, f->data_len);
-    f->ctrl = (volatile uint64_t *) (f->region + f->data_len);
-    f->scratch = (uint64_t *) (f->region + f->data_len + 8);
+    f->ctrl = (volatile uint64_t *)(f->region + f->data_len);
+    f->scratch = (uint64_t *)(f->region + f->data_len + 8);
     /* Each process has its own domain, so a fixed requested key cannot collide. */
-    rc = fi_mr_reg(f->domain, f->region, len, access, 0, prov_key ? 0 : 1, 0, &f->mr, NULL);
-    if (rc) {
-        die("fi_mr_reg", rc);
-    }
+    check("fi_mr_reg",
+          fi_mr_reg(f->domain, f->region, len, access, 0, prov_key ? 0 : 1, 0, &f->mr, NULL));
 }
 
 static int full_io(int fd, void *buf, size_t len, int writing)
@@ -138,7 +137,7 @@ static int full_io(int fd, void *buf, size_t len, int writing)
             return -1;
         }
         p += n;
-        len -= (size_t) n;
+        len -= (size_t)n;
     }
     return 0;
 }
@@ -152,17 +151,16 @@ static void exchange_addresses(ref_fabric_t *f)
 {
     ref_card_t mine = {0}, theirs;
     size_t name_len = sizeof(mine.name);
-    int rc;
 
-    if ((rc = fi_getname(&f->ep->fid, mine.name, &name_len))) die("fi_getname", rc);
+    check("fi_getname", fi_getname(&f->ep->fid, mine.name, &name_len));
     mine.name_len = name_len;
     mine.key = fi_mr_key(f->mr);
-    mine.base = (f->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ? (uintptr_t) f->region : 0;
+    mine.base = (f->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ? (uintptr_t)f->region : 0;
     if (full_io(f->sock, &mine, sizeof(mine), 1) || full_io(f->sock, &theirs, sizeof(theirs), 0)) {
-        die("out-of-band exchange", -FI_EIO);
+        check("out-of-band exchange", -FI_EIO);
     }
     if (1 != fi_av_insert(f->av, theirs.name, 1, &f->peer, 0, NULL)) {
-        die("fi_av_insert", -FI_EINVAL);
+        check("fi_av_insert", -FI_EINVAL);
     }
     f->peer_base = theirs.base;
     f->peer_key = theirs.key;
@@ -176,9 +174,9 @@ int ref_fabric_open(ref_fabric_t *f, const char *prov, size_t data_len, int max_
     }
     f->data_len = data_len;
     f->nctx = max_window + 8;
-    f->ctxs = calloc((size_t) f->nctx, sizeof(*f->ctxs));
+    f->ctxs = calloc((size_t)f->nctx, sizeof(*f->ctxs));
     if (NULL == f->ctxs) {
-        die("calloc", -FI_ENOMEM);
+        check("calloc", -FI_ENOMEM);
     }
     open_fids(f);
     register_region(f);
@@ -186,15 +184,16 @@ int ref_fabric_open(ref_fabric_t *f, const char *prov, size_t data_len, int max_
     return 0;
 }
 
+/* Everything is open: ref_fabric_open ends the process on a failure. */
 void ref_fabric_close(ref_fabric_t *f)
 {
     ref_wait_all(f);
-    if (f->mr) fi_close(&f->mr->fid);
-    if (f->ep) fi_close(&f->ep->fid);
-    if (f->cq) fi_close(&f->cq->fid);
-    if (f->av) fi_close(&f->av->fid);
-    if (f->domain) fi_close(&f->domain->fid);
-    if (f->fabric) fi_close(&f->fabric->fid);
+    fi_close(&f->mr->fid);
+    fi_close(&f->ep->fid);
+    fi_close(&f->cq->fid);
+    fi_close(&f->av->fid);
+    fi_close(&f->domain->fid);
+    fi_close(&f->fabric->fid);
     fi_freeinfo(f->info);
     free(f->region);
     free(f->origin);
@@ -203,13 +202,12 @@ void ref_fabric_close(ref_fabric_t *f)
 
 void ref_fabric_describe(const ref_fabric_t *f, char *buf, size_t len)
 {
-    uint64_t m = (uint64_t) f->info->domain_attr->mr_mode;
+    uint64_t m = (uint64_t)f->info->domain_attr->mr_mode;
 
     snprintf(buf, len, "provider %s, mr_mode%s%s%s%s, completion %s, data progress manual",
              f->info->fabric_attr->prov_name, (m & FI_MR_VIRT_ADDR) ? " virt_addr" : "",
              (m & FI_MR_PROV_KEY) ? " prov_key" : "", (m & FI_MR_ALLOCATED) ? " allocated" : "",
-             (m & REF_MR_SERVED) ? "" : " none",
-             f->delivery_complete ? "delivery" : "read_proof");
+             (m & REF_MR_SERVED) ? "" : " none", f->delivery_complete ? "delivery" : "read_proof");
 }
 
 int ref_oob_barrier(ref_fabric_t *f)
@@ -231,17 +229,17 @@ int ref_progress(ref_fabric_t *f)
     ssize_t n = fi_cq_read(f->cq, entries, REF_CQ_BATCH);
 
     if (n > 0) {
-        f->outstanding -= (uint64_t) n;
-        return (int) n;
+        f->outstanding -= (uint64_t)n;
+        return (int)n;
     }
     if (-FI_EAVAIL == n) {
         fi_cq_readerr(f->cq, &err, 0);
-        fprintf(stderr, "ofi_rma_ref: operation failed: %s (prov_errno %d)\n",
-                fi_strerror(err.err), err.prov_errno);
+        fprintf(stderr, "ofi_rma_ref: operation failed: %s (prov_errno %d)\n", fi_strerror(err.err),
+                err.prov_errno);
         exit(1);
     }
     if (-FI_EAGAIN != n) {
-        die("fi_cq_read", (int) n);
+        check("fi_cq_read", (int)n);
     }
     return 0;
 }
@@ -253,59 +251,51 @@ void ref_wait_all(ref_fabric_t *f)
     }
 }
 
-/* Post, progressing while the provider is out of resources. */
-#define REF_POST(f, what, call)                                                                \
-    do {                                                                                       \
-        ssize_t rc_;                                                                           \
-        while (-FI_EAGAIN == (rc_ = (call))) {                                                 \
-            ref_progress(f);                                                                   \
-        }                                                                                      \
-        if (rc_) {                                                                             \
-            die(what, (int) rc_);                                                              \
-        }                                                                                      \
-        ++(f)->outstanding;                                                                    \
-    } while (0)
-
-static void *ctx_of(ref_fabric_t *f, int slot)
+/* One attempt to post kind on the peer's region at off: buf (len bytes, or the int64 operand). */
+static ssize_t try_post(ref_fabric_t *f, ref_kind_t kind, const void *buf, size_t len, size_t off,
+                        void *result, void *ctx)
 {
-    return &f->ctxs[slot % f->nctx];
+    static const int64_t zero = 0; /* what compare-and-swap compares with */
+    const uint64_t to = f->peer_base + off, key = f->peer_key;
+
+    switch (kind) {
+    case REF_PUT:
+        return fi_write(f->ep, buf, len, NULL, f->peer, to, key, ctx);
+    case REF_GET:
+        return fi_read(f->ep, (void *)buf, len, NULL, f->peer, to, key, ctx);
+    case REF_ACC:
+        return fi_atomic(f->ep, buf, 1, NULL, f->peer, to, key, FI_INT64, FI_SUM, ctx);
+    case REF_FOP:
+    case REF_ATOMIC_READ:
+        return fi_fetch_atomic(f->ep, buf, 1, NULL, result, NULL, f->peer, to, key, FI_INT64,
+                               REF_FOP == kind ? FI_SUM : FI_ATOMIC_READ, ctx);
+    default:
+        return fi_compare_atomic(f->ep, buf, 1, NULL, &zero, NULL, result, NULL, f->peer, to, key,
+                                 FI_INT64, FI_CSWAP, ctx);
+    }
 }
 
-void ref_write(ref_fabric_t *f, size_t off, size_t len, int slot)
+/* Post, progressing while the provider is out of resources; what names the call in errors. */
+static void post(ref_fabric_t *f, const char *what, ref_kind_t kind, const void *buf, size_t len,
+                 size_t off, void *result, int slot)
 {
-    REF_POST(f, "fi_write",
-             fi_write(f->ep, f->origin + off, len, NULL, f->peer, f->peer_base + off, f->peer_key,
-                      ctx_of(f, slot)));
+    ssize_t rc;
+
+    while (-FI_EAGAIN ==
+           (rc = try_post(f, kind, buf, len, off, result, &f->ctxs[slot % f->nctx]))) {
+        ref_progress(f);
+    }
+    check(what, (int)rc);
+    ++f->outstanding;
 }
 
-void ref_read(ref_fabric_t *f, size_t off, size_t len, int slot)
+void ref_post(ref_fabric_t *f, const char *what, ref_kind_t kind, size_t off, size_t len,
+              int64_t *result, int slot)
 {
-    REF_POST(f, "fi_read",
-             fi_read(f->ep, f->origin + off, len, NULL, f->peer, f->peer_base + off, f->peer_key,
-                     ctx_of(f, slot)));
-}
+    static const int64_t one = 1; /* what the atomics add, and compare-and-swap swaps in */
 
-void ref_atomic_add(ref_fabric_t *f, const int64_t *operand, size_t off, int slot)
-{
-    REF_POST(f, "fi_atomic",
-             fi_atomic(f->ep, operand, 1, NULL, f->peer, f->peer_base + off, f->peer_key, FI_INT64,
-                       FI_SUM, ctx_of(f, slot)));
-}
-
-void ref_fetch_add(ref_fabric_t *f, const int64_t *operand, int64_t *result, size_t off, int slot)
-{
-    REF_POST(f, "fi_fetch_atomic",
-             fi_fetch_atomic(f->ep, operand, 1, NULL, result, NULL, f->peer, f->peer_base + off,
-                             f->peer_key, FI_INT64, FI_SUM, ctx_of(f, slot)));
-}
-
-void ref_cswap(ref_fabric_t *f, const int64_t *desired, const int64_t *compare, int64_t *result,
-               size_t off, int slot)
-{
-    REF_POST(f, "fi_compare_atomic",
-             fi_compare_atomic(f->ep, desired, 1, NULL, compare, NULL, result, NULL, f->peer,
-                               f->peer_base + off, f->peer_key, FI_INT64, FI_CSWAP,
-                               ctx_of(f, slot)));
+    post(f, what, kind, kind <= REF_GET ? (const void *)(f->origin + off) : &one, len, off, result,
+         slot);
 }
 
 void ref_flush(ref_fabric_t *f, int after_atomics)
@@ -318,14 +308,10 @@ void ref_flush(ref_fabric_t *f, int after_atomics)
         return;
     }
     if (after_atomics) {
-        REF_POST(f, "fi_fetch_atomic (proof)",
-                 fi_fetch_atomic(f->ep, &f->proof_src, 1, NULL, &f->proof_dst, NULL, f->peer,
-                                 f->peer_base + scratch, f->peer_key, FI_INT64, FI_ATOMIC_READ,
-                                 ctx_of(f, slot)));
+        post(f, "fi_fetch_atomic (proof)", REF_ATOMIC_READ, &f->proof_src, 8, scratch,
+             &f->proof_dst, slot);
     } else {
-        REF_POST(f, "fi_read (proof)",
-                 fi_read(f->ep, &f->proof_dst, 8, NULL, f->peer, f->peer_base + scratch,
-                         f->peer_key, ctx_of(f, slot)));
+        post(f, "fi_read (proof)", REF_GET, &f->proof_dst, 8, scratch, NULL, slot);
     }
     ref_wait_all(f);
 }
@@ -335,9 +321,7 @@ void ref_step_done(ref_fabric_t *f, uint64_t step)
     const int slot = f->nctx - 2;
 
     f->step_src = step;
-    REF_POST(f, "fi_write (step)",
-             fi_write(f->ep, &f->step_src, 8, NULL, f->peer, f->peer_base + f->data_len,
-                      f->peer_key, ctx_of(f, slot)));
+    post(f, "fi_write (step)", REF_PUT, &f->step_src, 8, f->data_len, NULL, slot);
     ref_wait_all(f);
     while (*f->ctrl < step) {
         ref_progress(f);

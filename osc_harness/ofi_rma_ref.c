@@ -43,28 +43,50 @@ typedef struct ref_run {
     ref_fabric_t f;
     ref_opts_t o;
     uint64_t step;
-    int64_t one, compare, desired;
-    int64_t *results;
+    int64_t *results; /* one per operation of a window */
+    char carried[64]; /* "raw:<provider>" */
 } ref_run_t;
 
-typedef enum { OP_PUT, OP_GET, OP_ACC, OP_FOP, OP_CAS } ref_op_id_t;
-
 typedef struct ref_op {
-    const char *name;   /* the MPI operation it stands for */
+    const char *name; /* the MPI operation it stands for */
     const char *fi_call;
-    ref_op_id_t id;
-    int atomic;         /* 8-byte integer; the size list does not apply */
+    ref_kind_t kind; /* from REF_ACC on, atomics: 8-byte integer; the size list does not apply */
 } ref_op_t;
 
 static const ref_op_t ref_ops[] = {
-    {"put", "fi_write", OP_PUT, 0},          {"get", "fi_read", OP_GET, 0},
-    {"acc", "fi_atomic", OP_ACC, 1},         {"fop", "fi_fetch_atomic", OP_FOP, 1},
-    {"cas", "fi_compare_atomic", OP_CAS, 1},
+    {"put", "fi_write", REF_PUT},          {"get", "fi_read", REF_GET},
+    {"acc", "fi_atomic", REF_ACC},         {"fop", "fi_fetch_atomic", REF_FOP},
+    {"cas", "fi_compare_atomic", REF_CAS},
 };
 
-typedef struct ref_times {
-    double elapsed, post;
-} ref_times_t;
+typedef enum { T_LAT, T_BW, T_BIBW, T_MSGRATE, T_ARATE } ref_test_id_t;
+
+typedef struct ref_test {
+    const char *name;
+    ref_test_id_t id;
+    unsigned ops; /* bit per ref_kind_t measured by default */
+} ref_test_t;
+
+#define OPBIT(id) (1u << (id))
+
+static const ref_test_t ref_tests[] = {
+    {"latency", T_LAT,
+     OPBIT(REF_PUT) | OPBIT(REF_GET) | OPBIT(REF_ACC) | OPBIT(REF_FOP) | OPBIT(REF_CAS)},
+    {"bw", T_BW, OPBIT(REF_PUT) | OPBIT(REF_GET)},
+    {"bibw", T_BIBW, OPBIT(REF_PUT) | OPBIT(REF_GET)},
+    {"msgrate", T_MSGRATE, OPBIT(REF_PUT) | OPBIT(REF_GET)},
+    {"atomic_rate", T_ARATE, OPBIT(REF_FOP) | OPBIT(REF_CAS) | OPBIT(REF_ACC)},
+};
+
+/* One measured (test, op, size): what its row prints. */
+typedef struct ref_row {
+    const ref_test_t *test;
+    const ref_op_t *op;
+    size_t size;
+    int window, iters, warmup;
+    double elapsed, post; /* max over both sides */
+    int valid;
+} ref_row_t;
 
 /* ---- options ------------------------------------------------------------ */
 
@@ -112,159 +134,118 @@ static int parse_opts(int argc, char **argv, ref_opts_t *o)
     return bench_sweep_done(&o->sweep);
 }
 
-static size_t slot_offset(const ref_run_t *r, size_t size, int j)
-{
-    size_t slots = r->f.data_len / size;
-
-    return (slots ? (size_t) j % slots : 0) * size;
-}
-
+/* The j-th operation of a window: put and get to distinct slots while they fit, atomics to word 0.
+ */
 static void issue(ref_run_t *r, const ref_op_t *op, size_t size, int j)
 {
-    switch (op->id) {
-    case OP_PUT: ref_write(&r->f, slot_offset(r, size, j), size, j); break;
-    case OP_GET: ref_read(&r->f, slot_offset(r, size, j), size, j); break;
-    case OP_ACC: ref_atomic_add(&r->f, &r->one, 0, j); break;
-    case OP_FOP: ref_fetch_add(&r->f, &r->one, &r->results[j], 0, j); break;
-    case OP_CAS: ref_cswap(&r->f, &r->desired, &r->compare, &r->results[j], 8, j); break;
-    }
+    const size_t slots = r->f.data_len / size;
+    const size_t off = REF_ACC <= op->kind || 0 == slots ? 0 : (size_t)j % slots * size;
+
+    ref_post(&r->f, op->fi_call, op->kind, off, size, &r->results[j], j);
 }
 
 /* window operations, then what MPI_Win_flush would cost at the least; max over both sides. */
-static ref_times_t windowed(ref_run_t *r, const ref_op_t *op, int active, size_t size, int window,
-                            int iters, int warmup)
+static void windowed(ref_run_t *r, ref_row_t *row, int active)
 {
-    ref_times_t t = {0, 0};
+    const ref_kind_t kind = row->op->kind;
     double t0 = 0, theirs;
 
     ref_oob_barrier(&r->f);
-    for (int i = 0; active && i < warmup + iters; ++i) {
+    for (int i = 0; active && i < row->warmup + row->iters; ++i) {
         double p0;
-        if (i == warmup) {
+        if (i == row->warmup) {
             t0 = harness_now();
         }
         p0 = harness_now();
-        for (int j = 0; j < window; ++j) {
-            issue(r, op, size, j);
+        for (int j = 0; j < row->window; ++j) {
+            issue(r, row->op, row->size, j);
         }
-        t.post += (i >= warmup) ? harness_now() - p0 : 0;
-        if (OP_PUT == op->id || OP_ACC == op->id) {
-            ref_flush(&r->f, OP_ACC == op->id);
+        row->post += (i >= row->warmup) ? harness_now() - p0 : 0;
+        if (REF_PUT == kind || REF_ACC == kind) {
+            ref_flush(&r->f, REF_ACC == kind);
         } else {
             ref_wait_all(&r->f);
         }
     }
-    t.elapsed = active ? harness_now() - t0 : 0;
+    row->elapsed = active ? harness_now() - t0 : 0;
     ref_step_done(&r->f, ++r->step);
-    ref_oob_exchange(&r->f, t.elapsed, &theirs);
-    t.elapsed = theirs > t.elapsed ? theirs : t.elapsed;
-    ref_oob_exchange(&r->f, t.post, &theirs);
-    t.post = theirs > t.post ? theirs : t.post;
-    return t;
+    ref_oob_exchange(&r->f, row->elapsed, &theirs);
+    row->elapsed = theirs > row->elapsed ? theirs : row->elapsed;
+    ref_oob_exchange(&r->f, row->post, &theirs);
+    row->post = theirs > row->post ? theirs : row->post;
 }
 
 /* The target word of the adds ends at the number of operations; cas leaves 1. */
 static int atomics_valid(ref_run_t *r, const ref_op_t *op, int64_t total)
 {
-    const int64_t *word = (const int64_t *) r->f.region;
+    const int64_t word = *(const int64_t *)r->f.region, expect = REF_CAS == op->kind ? 1 : total;
     double mine = 1, theirs = 1;
 
-    if (1 == r->f.role && op->atomic) {
-        mine = (OP_CAS == op->id) ? (1 == word[1]) : (word[0] == total);
-        if (mine <= 0) {
-            fprintf(stderr, "ofi_rma_ref: %s (%s, int64) left %" PRId64 " in the target word, "
-                            "expected %" PRId64 "\n", op->name, op->fi_call,
-                    OP_CAS == op->id ? word[1] : word[0], OP_CAS == op->id ? 1 : total);
-        }
+    if (1 == r->f.role && REF_ACC <= op->kind && word != expect) {
+        mine = 0;
+        fprintf(stderr,
+                "ofi_rma_ref: %s (%s, int64) left %" PRId64 " in the target word, expected %" PRId64
+                "\n",
+                op->name, op->fi_call, word, expect);
     }
     ref_oob_exchange(&r->f, mine, &theirs);
     return mine > 0 && theirs > 0;
 }
 
-static void reset_atomics(ref_run_t *r)
+/* A row (role 0 only), or (columns) the column names. */
+static void emit(const ref_run_t *r, const ref_row_t *row, int columns)
 {
-    int64_t *word = (int64_t *) r->f.region;
+    const double ops = (double)row->window * row->iters * (T_BIBW == row->test->id ? 2 : 1);
+    const bench_field_t f[] = {
+        BENCH_STR("test", 12, row->test->name),
+        BENCH_STR("op", 5, row->op->name),
+        BENCH_INT("size", 9, row->size),
+        BENCH_INT("iters", 7, row->iters),
+        BENCH_DBL("us_per_iter", 12, 3, 1e6 * row->elapsed / row->iters),
+        BENCH_DBL("bw_MBps", 11, 2, ops * (double)row->size / row->elapsed / 1e6),
+        BENCH_DBL("ops_per_s", 13, 0, ops / row->elapsed),
+        BENCH_DBL("post_ns", 12, 1, 1e9 * row->post / ((double)row->window * row->iters)),
+        BENCH_STR("valid", 6, row->valid ? "yes" : "WRONG"),
+        BENCH_STR("fi_call", 18, row->op->fi_call),
+        BENCH_STR("carried_by", 16, r->carried),
+    };
 
-    word[0] = word[1] = 0;
-}
-
-/* ---- tests -------------------------------------------------------------- */
-
-typedef enum { T_LAT, T_BW, T_BIBW, T_MSGRATE, T_ARATE } ref_test_id_t;
-
-typedef struct ref_test {
-    const char *name;
-    ref_test_id_t id;
-    unsigned ops; /* bit per ref_op_id_t measured by default */
-} ref_test_t;
-
-#define OPBIT(id) (1u << (id))
-
-static const ref_test_t ref_tests[] = {
-    {"latency", T_LAT, OPBIT(OP_PUT) | OPBIT(OP_GET) | OPBIT(OP_ACC) | OPBIT(OP_FOP) | OPBIT(OP_CAS)},
-    {"bw", T_BW, OPBIT(OP_PUT) | OPBIT(OP_GET)},
-    {"bibw", T_BIBW, OPBIT(OP_PUT) | OPBIT(OP_GET)},
-    {"msgrate", T_MSGRATE, OPBIT(OP_PUT) | OPBIT(OP_GET)},
-    {"atomic_rate", T_ARATE, OPBIT(OP_FOP) | OPBIT(OP_CAS) | OPBIT(OP_ACC)},
-};
-
-static void emit(const ref_run_t *r, const bench_field_t *f, int n)
-{
     if (0 == r->f.role) {
-        bench_print_row("ofi_rma_ref", r->o.sweep.json, f, n);
+        bench_print_row("ofi_rma_ref", r->o.sweep.json, columns, f, sizeof(f) / sizeof(f[0]));
     }
 }
 
-static int run_row(ref_run_t *r, const ref_test_t *test, const ref_op_t *op, size_t size,
-                   char *carried)
+static int run_row(ref_run_t *r, const ref_test_t *test, const ref_op_t *op, size_t size)
 {
-    const int window = (T_LAT == test->id) ? 1 : r->o.sweep.window;
-    const int active = 0 == r->f.role || T_BIBW == test->id;
-    int iters, warmup, valid;
-    double ops, bytes;
-    ref_times_t t;
+    ref_row_t row = {.test = test, .op = op, .size = size};
 
-    bench_sweep_iterations(&r->o.sweep, size * (size_t) window, &iters, &warmup);
-    reset_atomics(r);
-    t = windowed(r, op, active, size, window, iters, warmup);
-    valid = atomics_valid(r, op, (int64_t) window * (warmup + iters));
-    ops = (double) window * iters * (T_BIBW == test->id ? 2 : 1);
-    bytes = ops * (double) size;
-
-    bench_field_t row[] = {
-        BENCH_STR("test", 12, test->name),
-        BENCH_STR("op", 5, op->name),
-        BENCH_INT("size", 9, size),
-        BENCH_INT("iters", 7, iters),
-        BENCH_DBL("us_per_iter", 12, 3, 1e6 * t.elapsed / iters),
-        BENCH_DBL("bw_MBps", 11, 2, bytes / t.elapsed / 1e6),
-        BENCH_DBL("ops_per_s", 13, 0, ops / t.elapsed),
-        BENCH_DBL("post_ns", 12, 1, 1e9 * t.post / ((double) window * iters)),
-        BENCH_STR("valid", 6, valid ? "yes" : "WRONG"),
-        BENCH_STR("fi_call", 18, op->fi_call),
-        BENCH_STR("carried_by", 16, carried),
-    };
-    emit(r, row, (int) (sizeof(row) / sizeof(row[0])));
-    return valid;
+    row.window = (T_LAT == test->id) ? 1 : r->o.sweep.window;
+    bench_sweep_iterations(&r->o.sweep, size * (size_t)row.window, &row.iters, &row.warmup);
+    *(int64_t *)r->f.region = 0;
+    windowed(r, &row, 0 == r->f.role || T_BIBW == test->id);
+    row.valid = atomics_valid(r, op, (int64_t)row.window * (row.warmup + row.iters));
+    emit(r, &row, 0);
+    return row.valid;
 }
 
-static int run_test(ref_run_t *r, const ref_test_t *test, char *carried)
+static int run_test(ref_run_t *r, const ref_test_t *test)
 {
     int failures = 0;
 
-    for (size_t o = 0; o < sizeof(ref_ops) / sizeof(ref_ops[0]); ++o) {
-        const ref_op_t *op = &ref_ops[o];
-        if (!harness_listed(&r->o.sweep.ops, op->name, !!(test->ops & OPBIT(op->id))) ||
-            (T_LAT != test->id && op->atomic != (T_ARATE == test->id))) {
+    for (const ref_op_t *op = ref_ops; op < ref_ops + sizeof(ref_ops) / sizeof(ref_ops[0]); ++op) {
+        const int atomic = REF_ACC <= op->kind;
+        if (!harness_listed(&r->o.sweep.ops, op->name, !!(test->ops & OPBIT(op->kind))) ||
+            (T_LAT != test->id && atomic != (T_ARATE == test->id))) {
             continue;
         }
         for (int s = 0; s < r->o.sweep.nsizes; ++s) {
-            size_t size = op->atomic ? 8 : r->o.sweep.sizes[s];
-            if (T_MSGRATE == test->id && r->o.sweep.default_sizes && size > REF_MSGRATE_DEFAULT_MAX) {
+            size_t size = atomic ? 8 : r->o.sweep.sizes[s];
+            if (T_MSGRATE == test->id && r->o.sweep.default_sizes &&
+                size > REF_MSGRATE_DEFAULT_MAX) {
                 break;
             }
-            failures += !run_row(r, test, op, size, carried);
-            if (op->atomic) {
+            failures += !run_row(r, test, op, size);
+            if (atomic) {
                 break; /* one 8-byte row */
             }
         }
@@ -272,15 +253,10 @@ static int run_test(ref_run_t *r, const ref_test_t *test, char *carried)
     return failures;
 }
 
-static const bench_field_t columns[] = {
-    BENCH_STR("test", 12, ""),     BENCH_STR("op", 5, ""),        BENCH_STR("size", 9, ""),
-    BENCH_STR("iters", 7, ""),     BENCH_STR("us_per_iter", 12, ""),   BENCH_STR("bw_MBps", 11, ""),
-    BENCH_STR("ops_per_s", 13, ""), BENCH_STR("post_ns", 12, ""),  BENCH_STR("valid", 6, ""),
-    BENCH_STR("fi_call", 18, ""),  BENCH_STR("carried_by", 16, ""),
-};
-
 static void header(const ref_run_t *r)
 {
+    const ref_row_t none = {
+        .test = ref_tests, .op = ref_ops, .window = 1, .iters = 1, .elapsed = 1};
     char what[256];
 
     if (0 != r->f.role) {
@@ -299,33 +275,32 @@ static void header(const ref_run_t *r)
     } else {
         printf("# ofi_rma_ref: raw libfabric, 2 processes%s\n# %s\n",
                r->o.bind ? " pinned to CPUs 0 and 1" : "", what);
-        bench_print_columns(columns, (int) (sizeof(columns) / sizeof(columns[0])));
+        emit(r, &none, 1);
     }
     fflush(stdout);
 }
 
 static int run(ref_run_t *r)
 {
-    char carried[64];
     int failures = 0, rc;
 
-    rc = ref_fabric_open(&r->f, r->o.prov, bench_sweep_window_bytes(&r->o.sweep, 64), r->o.sweep.window);
+    rc = ref_fabric_open(&r->f, r->o.prov, bench_sweep_window_bytes(&r->o.sweep, 64),
+                         r->o.sweep.window);
     if (0 != rc) {
         if (0 == r->f.role) {
-            fprintf(stderr, "ofi_rma_ref: provider %s offers no RDM endpoint with RMA and atomics "
-                            "on the BTL's terms: not supported here\n", r->o.prov);
+            fprintf(stderr,
+                    "ofi_rma_ref: provider %s offers no RDM endpoint with RMA and atomics "
+                    "on the BTL's terms: not supported here\n",
+                    r->o.prov);
         }
         return HARNESS_EXIT_SKIP;
     }
-    r->one = 1;
-    r->compare = 0;
-    r->desired = 1;
-    r->results = calloc((size_t) r->o.sweep.window, sizeof(int64_t));
-    snprintf(carried, sizeof(carried), "raw:%s", r->o.prov);
+    r->results = calloc((size_t)r->o.sweep.window, sizeof(int64_t));
+    snprintf(r->carried, sizeof(r->carried), "raw:%s", r->o.prov);
     header(r);
     for (size_t t = 0; t < sizeof(ref_tests) / sizeof(ref_tests[0]); ++t) {
         if (harness_listed(&r->o.tests, ref_tests[t].name, 1)) {
-            failures += run_test(r, &ref_tests[t], carried);
+            failures += run_test(r, &ref_tests[t]);
         }
     }
     ref_oob_barrier(&r->f);
@@ -370,7 +345,7 @@ int main(int argc, char **argv)
     r.f.role = (0 == child) ? 1 : 0;
     r.f.sock = sv[r.f.role];
     close(sv[1 - r.f.role]);
-    alarm((unsigned) r.o.timeout);
+    alarm((unsigned)r.o.timeout);
     if (0 != ref_enter_netns(r.o.netns.n ? r.o.netns.item[r.f.role] : NULL)) {
         if (0 == child) {
             _exit(1);

@@ -32,8 +32,6 @@
 #include "harness_core.h"
 #include "ofi_pvars.h"
 
-#define NCOLS 11
-
 static const char *const mode_names[] = {"large", "contention"};
 static const char *const kind_names[] = {"contig", "strided"};
 
@@ -49,20 +47,12 @@ typedef struct acc_row {
     int count, calls, ranks;
     double seconds; /* per call, slowest origin */
     int exact;
-    unsigned long atomics, gets, puts; /* btl-ofi's, summed over ranks */
+    unsigned long carried[3]; /* btl-ofi's atomics, gets, puts, summed over ranks */
 } acc_row_t;
-
-static const bench_field_t columns[NCOLS] = {
-    BENCH_STR("mode", 11, ""),     BENCH_STR("kind", 8, ""),      BENCH_STR("ranks", 6, ""),
-    BENCH_STR("count", 8, ""),
-    BENCH_STR("calls", 6, ""),     BENCH_STR("ms_per_call", 12, ""), BENCH_STR("MB_per_s", 10, ""),
-    BENCH_STR("atomics", 9, ""),   BENCH_STR("gets", 7, ""),      BENCH_STR("puts", 7, ""),
-    BENCH_STR("result", 7, ""),
-};
 
 static void usage(const void *opts)
 {
-    (void) opts;
+    (void)opts;
     fprintf(stderr, "usage: mpirun -np 2+ osc_acc [-m large,contention] [-k contig,strided] "
                     "[-n N] [-c N] [-i ITERS] [-j] [-r]\n");
 }
@@ -73,79 +63,53 @@ static int parse(int argc, char **argv, void *opts)
     const harness_opt_t table[] = {
         HARNESS_NAMED('m', HARNESS_OPT_PICK, o->mode, mode_names, 2),
         HARNESS_NAMED('k', HARNESS_OPT_PICK, o->kind, kind_names, 2),
-        HARNESS_ARG('n', HARNESS_OPT_INT, &o->n),
-        HARNESS_ARG('c', HARNESS_OPT_INT, &o->c),
-        HARNESS_ARG('i', HARNESS_OPT_INT, &o->iters),
+        HARNESS_ARG('n', HARNESS_OPT_POS, &o->n),
+        HARNESS_ARG('c', HARNESS_OPT_POS, &o->c),
+        HARNESS_ARG('i', HARNESS_OPT_POS, &o->iters),
         HARNESS_FLAG('j', &o->json, 1),
         HARNESS_FLAG('r', &o->require_ofi, 1),
         {0},
     };
 
-    if (harness_getopt(argc, argv, table)) {
-        return -1;
-    }
-    if (!o->mode[0] && !o->mode[1]) {
-        o->mode[0] = o->mode[1] = true;
-    }
-    if (!o->kind[0] && !o->kind[1]) {
-        o->kind[0] = o->kind[1] = true;
-    }
-    return o->n < 1 || o->c < 1 || o->iters < 1 ? -1 : 0;
+    return harness_getopt(argc, argv, table);
 }
 
+/* btl-ofi's atomics, gets and puts of this process so far. */
 static void counters(unsigned long out[3])
 {
+    static const enum ofi_pvar_id ids[3] = {OFI_PVAR_ATOMICS, OFI_PVAR_GETS, OFI_PVAR_PUTS};
     ofi_pvars_t now;
 
     ofi_pvars_read(&now);
-    out[0] = now.present ? now.value[OFI_PVAR_ATOMICS] : 0;
-    out[1] = now.present ? now.value[OFI_PVAR_GETS] : 0;
-    out[2] = now.present ? now.value[OFI_PVAR_PUTS] : 0;
-}
-
-/* The window over len doubles, zeroed; rows run one after another in it. */
-static MPI_Win open_window(double **buf, size_t len)
-{
-    MPI_Win win;
-
-    *buf = calloc(len, sizeof(double));
-    MPI_Win_create(*buf, (MPI_Aint) (len * sizeof(double)), sizeof(double), MPI_INFO_NULL,
-                   MPI_COMM_WORLD, &win);
-    return win;
-}
-
-/* Sum each rank's counter deltas and its exactness; the slowest origin's time. */
-static void finish_row(acc_row_t *row, const unsigned long before[3], double mine, int exact)
-{
-    unsigned long after[3], delta[3];
-
-    counters(after);
     for (int i = 0; i < 3; ++i) {
-        delta[i] = after[i] - before[i];
+        out[i] = now.present ? now.value[ids[i]] : 0;
     }
-    harness_sum_ul_n(delta, 3);
-    MPI_Allreduce(&mine, &row->seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    row->exact = harness_min_int(exact);
-    row->seconds /= row->calls;
-    row->atomics = delta[0];
-    row->gets = delta[1];
-    row->puts = delta[2];
 }
 
-/* Rank 0 adds ones into rank 1, -i times; rank 1 then checks every element. */
-static void large_row(const acc_opts_t *o, int rank, int strided, acc_row_t *row)
+/*
+ * One row. large: rank 0 adds ones into rank 1, each call followed by MPI_Win_flush_local;
+ * contention: every rank but the last adds ones to the same elements of the last rank, each
+ * call followed by MPI_Win_flush. The target then checks every element.
+ */
+static void run_row(const acc_opts_t *o, int rank, int nranks, int contention, int strided,
+                    acc_row_t *row)
 {
-    const int stride = strided ? 2 : 1, n = o->n;
-    const size_t len = (size_t) n * stride;
+    const int stride = strided ? 2 : 1, n = contention ? o->c : o->n;
+    const int target = contention ? nranks - 1 : 1, origins = contention ? nranks - 1 : 1;
+    const size_t len = (size_t)n * stride;
     unsigned long before[3];
-    double *win_buf, *src = malloc(len * sizeof(double)), t = 0;
+    double *win_buf = calloc(len, sizeof(double)), *src = malloc(len * sizeof(double)), t = 0;
     MPI_Datatype type = MPI_DOUBLE;
     int count = n, exact = 1;
-    MPI_Win win = open_window(&win_buf, len);
+    MPI_Win win;
 
-    *row = (acc_row_t){.mode = "large", .kind = strided ? "strided" : "contig", .count = n,
+    *row = (acc_row_t){.mode = mode_names[contention],
+                       .kind = kind_names[strided],
+                       .count = n,
                        .calls = strided ? (o->iters / 4 > 2 ? o->iters / 4 : 2) : o->iters,
-                       .ranks = 2};
+                       .ranks = origins + 1};
+    MPI_Win_create(win_buf, (MPI_Aint)(len * sizeof(double)), sizeof(double), MPI_INFO_NULL,
+                   MPI_COMM_WORLD, &win);
     for (size_t i = 0; i < len; ++i) {
         src[i] = 1.0;
     }
@@ -156,23 +120,31 @@ static void large_row(const acc_opts_t *o, int rank, int strided, acc_row_t *row
     }
     counters(before);
     MPI_Win_lock_all(0, win);
-    if (0 == rank) {
+    if (contention ? rank != target : 0 == rank) {
         double t0 = MPI_Wtime();
         for (int k = 0; k < row->calls; ++k) {
-            MPI_Accumulate(src, count, type, 1, 0, count, type, MPI_SUM, win);
-            MPI_Win_flush_local(1, win);
+            MPI_Accumulate(src, count, type, target, 0, count, type, MPI_SUM, win);
+            (contention ? MPI_Win_flush : MPI_Win_flush_local)(target, win);
         }
-        MPI_Win_flush(1, win);
+        if (!contention) {
+            MPI_Win_flush(target, win);
+        }
         t = MPI_Wtime() - t0;
     }
     MPI_Win_unlock_all(win);
     MPI_Barrier(MPI_COMM_WORLD);
-    if (1 == rank) {
-        for (size_t i = 0; i < len; ++i) {
-            exact &= win_buf[i] == (0 == i % stride ? (double) row->calls : 0.0);
-        }
+    for (size_t i = 0; rank == target && i < len; ++i) {
+        exact &= win_buf[i] == (0 == i % stride ? (double)origins * row->calls : 0.0);
     }
-    finish_row(row, before, t, exact);
+    /* each rank's counter deltas and exactness summed; the slowest origin's time */
+    counters(row->carried);
+    for (int i = 0; i < 3; ++i) {
+        row->carried[i] -= before[i];
+    }
+    harness_sum_ul_n(row->carried, 3);
+    MPI_Allreduce(&t, &row->seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    row->exact = harness_min_int(exact);
+    row->seconds /= row->calls;
     if (strided) {
         MPI_Type_free(&type);
     }
@@ -181,48 +153,12 @@ static void large_row(const acc_opts_t *o, int rank, int strided, acc_row_t *row
     free(src);
 }
 
-/* Every rank but the last adds ones to the same -c elements of the last rank. */
-static void contention_row(const acc_opts_t *o, int rank, int nranks, acc_row_t *row)
-{
-    const int target = nranks - 1;
-    unsigned long before[3];
-    double *win_buf, *src = malloc((size_t) o->c * sizeof(double)), t = 0;
-    int exact = 1;
-    MPI_Win win = open_window(&win_buf, (size_t) o->c);
-
-    *row = (acc_row_t){
-        .mode = "contention", .kind = "contig", .count = o->c, .calls = o->iters, .ranks = nranks};
-    for (int i = 0; i < o->c; ++i) {
-        src[i] = 1.0;
-    }
-    counters(before);
-    MPI_Win_lock_all(0, win);
-    if (rank != target) {
-        double t0 = MPI_Wtime();
-        for (int k = 0; k < o->iters; ++k) {
-            MPI_Accumulate(src, o->c, MPI_DOUBLE, target, 0, o->c, MPI_DOUBLE, MPI_SUM, win);
-            MPI_Win_flush(target, win);
-        }
-        t = MPI_Wtime() - t0;
-    }
-    MPI_Win_unlock_all(win);
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (rank == target) {
-        for (int i = 0; i < o->c; ++i) {
-            exact &= win_buf[i] == (double) (nranks - 1) * o->iters;
-        }
-    }
-    finish_row(row, before, t, exact);
-    MPI_Win_free(&win);
-    free(win_buf);
-    free(src);
-}
-
-static void print_row(const acc_opts_t *o, const acc_row_t *r)
+/* A row, or (columns) the column names. */
+static void print_row(const acc_opts_t *o, const acc_row_t *r, int columns)
 {
     const double calls = r->calls;
-    const double bytes = (double) r->count * sizeof(double) * (r->ranks - 1);
-    bench_field_t f[NCOLS] = {
+    const double bytes = (double)r->count * sizeof(double) * (r->ranks - 1);
+    const bench_field_t f[] = {
         BENCH_STR("mode", 11, r->mode),
         BENCH_STR("kind", 8, r->kind),
         BENCH_INT("ranks", 6, r->ranks),
@@ -230,56 +166,50 @@ static void print_row(const acc_opts_t *o, const acc_row_t *r)
         BENCH_INT("calls", 6, r->calls),
         BENCH_DBL("ms_per_call", 12, 3, 1e3 * r->seconds),
         BENCH_DBL("MB_per_s", 10, 2, bytes / r->seconds / 1e6),
-        BENCH_DBL("atomics", 9, 0, r->atomics / calls),
-        BENCH_DBL("gets", 7, 0, r->gets / calls),
-        BENCH_DBL("puts", 7, 0, r->puts / calls),
+        BENCH_DBL("atomics", 9, 0, r->carried[0] / calls),
+        BENCH_DBL("gets", 7, 0, r->carried[1] / calls),
+        BENCH_DBL("puts", 7, 0, r->carried[2] / calls),
         BENCH_STR("result", 7, r->exact ? "exact" : "WRONG"),
     };
-    bench_print_row("osc_acc", o->json, f, NCOLS);
-}
-
-/* Print a finished row (rank 0) and count it: wrong results, rows btl-ofi did not carry. */
-static void tally(const acc_opts_t *o, int rank, const acc_row_t *row, int *wrong, int *ours)
-{
-    *wrong += !row->exact;
-    *ours &= row->atomics + row->gets + row->puts > 0;
-    if (0 == rank) {
-        print_row(o, row);
-    }
+    bench_print_row("osc_acc", o->json, columns, f, sizeof(f) / sizeof(f[0]));
 }
 
 static int run(void *ctx)
 {
     const acc_opts_t *o = ctx;
-    acc_row_t row;
+    acc_row_t row = {.calls = 1, .ranks = 1, .seconds = 1};
     int rank, nranks, wrong = 0, ours = 1;
 
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     if (0 == rank && !o->json) {
         printf("# osc_acc: MPI_SUM on doubles, %d ranks; per call what btl-ofi carried "
-               "(atomics, gets, puts)\n", nranks);
-        bench_print_columns(columns, NCOLS);
+               "(atomics, gets, puts)\n",
+               nranks);
+        print_row(o, &row, 1);
     }
-    for (int strided = 0; strided < 2; ++strided) {
-        if (o->mode[0] && o->kind[strided]) {
-            large_row(o, rank, strided, &row);
-            tally(o, rank, &row, &wrong, &ours);
+    for (int mode = 0; mode < 2; ++mode) {
+        for (int strided = 0; strided < 2 - mode; ++strided) { /* contention: contig */
+            if (!o->mode[mode] || (!mode && !o->kind[strided])) {
+                continue;
+            }
+            run_row(o, rank, nranks, mode, strided, &row);
+            wrong += !row.exact;
+            ours &= row.carried[0] + row.carried[1] + row.carried[2] > 0;
+            if (0 == rank) {
+                print_row(o, &row, 0);
+            }
         }
-    }
-    if (o->mode[1]) {
-        contention_row(o, rank, nranks, &row);
-        tally(o, rank, &row, &wrong, &ours);
     }
     return wrong ? HARNESS_EXIT_FAIL : (o->require_ofi && !ours ? HARNESS_EXIT_NOT_OURS : 0);
 }
 
 int main(int argc, char **argv)
 {
-    acc_opts_t o = {.n = 131072, .c = 64, .iters = 20};
+    acc_opts_t o = {.mode = {true, true}, .kind = {true, true}, .n = 131072, .c = 64, .iters = 20};
     int rank, nranks;
-    int rc = harness_init(&argc, &argv, HARNESS_MPI_INIT, NULL, &rank, &nranks, parse, &o,
-                          usage, HARNESS_EXIT_USAGE);
+    int rc = harness_init(&argc, &argv, HARNESS_MPI_INIT, NULL, &rank, &nranks, parse, &o, usage,
+                          HARNESS_EXIT_USAGE);
 
     if (rc) {
         return rc;

@@ -8,45 +8,32 @@
  * in MB/s (10^6 bytes per second).
  */
 
-#include <stdio.h>
-
 #include "bench_common.h"
 
-#define NCOLS 8
-
-static const bench_field_t columns[NCOLS] = {
-    BENCH_STR("op", 6, ""),         BENCH_STR("size", 10, ""),     BENCH_STR("iters", 7, ""),
-    BENCH_STR("bw_MBps", 12, ""),   BENCH_STR("us_per_sync", 13, ""),
-    BENCH_STR("post_ns", 10, ""),   BENCH_STR("carried_by", 13, ""), BENCH_STR("ofi_ops", 10, ""),
-};
-
-static void row(bench_ctx_t *ctx, const bench_rma_op_t *op, size_t size, const bench_run_t *run)
+static void row(const bench_ctx_t *ctx, const bench_run_t *r)
 {
     const int window = ctx->opt.sweep.window;
-    const double bytes = (double) size * window * run->iters * (ctx->opt.bidir ? 2 : 1);
-    bench_field_t fields[NCOLS] = {
-        BENCH_STR("op", 6, op->name),
-        BENCH_INT("size", 10, size),
-        BENCH_INT("iters", 7, run->iters),
-        BENCH_DBL("bw_MBps", 12, 2, bytes / run->t.elapsed / 1e6),
-        BENCH_DBL("us_per_sync", 13, 3, 1e6 * run->t.elapsed / run->iters),
-        BENCH_DBL("post_ns", 10, 1, 1e9 * run->t.post / ((double) run->iters * window)),
-        BENCH_STR("carried_by", 13, run->path.label),
-        BENCH_INT("ofi_ops", 10, run->path.delta),
+    const double bytes = (double)r->size * window * r->iters * (ctx->opt.bidir ? 2 : 1);
+    const bench_field_t fields[] = {
+        BENCH_DBL("bw_MBps", 12, 2, bytes / r->elapsed / 1e6),
+        BENCH_DBL("us_per_sync", 13, 3, 1e6 * r->elapsed / r->iters),
+        BENCH_DBL("post_ns", 10, 1, 1e9 * r->post / ((double)r->iters * window)),
     };
 
-    bench_row(ctx, fields, NCOLS);
+    bench_row(ctx, r, fields, 3);
 }
 
-static int run(bench_ctx_t *ctx)
-{
-    return bench_rma_sweep(ctx, "bandwidth", bench_sweep_window_bytes(&ctx->opt.sweep, 1), 0x5a,
-                           columns, NCOLS, row);
-}
+static const bench_prog_t prog = {
+    .name = "osc_bw",
+    .ops_help = " (put,get; default both)",
+    .metric = "bandwidth",
+    .mode = BENCH_DIRECTED,
+    .widths = {6, 10, 7},
+    .ops = bench_rma_ops,
+    .row = row,
+};
 
 int main(int argc, char **argv)
 {
-    bench_ctx_t ctx;
-
-    return bench_main(argc, argv, "osc_bw", " (put,get; default both)", &ctx, run);
+    return bench_main(argc, argv, &prog);
 }

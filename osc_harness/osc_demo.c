@@ -74,7 +74,7 @@ static int demo_accumulate(demo_ctx_t *ctx)
     one = ctx->rank + 1;
     MPI_Accumulate(&one, 1, MPI_INT64_T, 0, COUNT, 1, MPI_INT64_T, MPI_SUM, ctx->win);
     MPI_Win_fence(0, ctx->win);
-    return 0 != ctx->rank || ctx->base[COUNT] == (int64_t) ctx->size * (ctx->size + 1) / 2;
+    return 0 != ctx->rank || ctx->base[COUNT] == (int64_t)ctx->size * (ctx->size + 1) / 2;
 }
 
 static int demo_fetch_and_op(demo_ctx_t *ctx)
@@ -112,8 +112,8 @@ static int demo_compare_and_swap(demo_ctx_t *ctx)
     ok = (0 == result) ? 1 : 0;
     MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Win_fence(0, ctx->win);
-    return 1 == ok && (0 != ctx->rank || (ctx->base[COUNT + 2] >= 1 &&
-                                          ctx->base[COUNT + 2] <= ctx->size));
+    return 1 == ok &&
+           (0 != ctx->rank || (ctx->base[COUNT + 2] >= 1 && ctx->base[COUNT + 2] <= ctx->size));
 }
 
 /*
@@ -180,7 +180,8 @@ static int run(void *arg)
                ofi_pvar_name(OFI_PVAR_REGISTRATIONS_LIVE), end.value[OFI_PVAR_REGISTRATIONS_LIVE]);
         if (not_ours) {
             printf("NOT CARRIED BY btl-ofi: its counters %s\n",
-                   end.present ? "did not move" : "are absent (component not loaded or not selected)");
+                   end.present ? "did not move"
+                               : "are absent (component not loaded or not selected)");
         }
         printf("%s\n", failures ? "FAILED" : (not_ours ? "FAILED (wrong path)" : "PASSED"));
     }

@@ -56,11 +56,12 @@ static int stale_bytes(const unsigned char *b, size_t size, unsigned char patter
     return b[0] != pattern || b[size / 2] != pattern || b[size - 1] != pattern;
 }
 
-/* One round, the checker's verdict (1 stale); the checker is rank 1, or rank 2 with a third party. */
+/* One round, the checker's verdict (1 stale); the checker is rank 1, or rank 2 with a third
+ * party. */
 static int round_of(const vis_ctx_t *ctx, int k, unsigned char *src, unsigned char *window,
                     MPI_Win win)
 {
-    const unsigned char pattern = (unsigned char) k;
+    const unsigned char pattern = (unsigned char)k;
     const int checker = ctx->busy_ms ? 2 : 1;
     unsigned char got[3];
     int token = k;
@@ -70,21 +71,22 @@ static int round_of(const vis_ctx_t *ctx, int k, unsigned char *src, unsigned ch
     }
     if (0 == ctx->rank) {
         memset(src, pattern, ctx->size);
-        MPI_Put(src, (int) ctx->size, MPI_BYTE, 1, 0, (int) ctx->size, MPI_BYTE, win);
+        MPI_Put(src, (int)ctx->size, MPI_BYTE, 1, 0, (int)ctx->size, MPI_BYTE, win);
         MPI_Win_flush(1, win);
         MPI_Send(&token, 1, MPI_INT, checker, 0, MPI_COMM_WORLD);
         MPI_Recv(&token, 1, MPI_INT, checker, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     } else if (checker == ctx->rank) {
         MPI_Recv(&token, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         if (ctx->busy_ms) {
-            const MPI_Aint at[3] = {0, (MPI_Aint) (ctx->size / 2), (MPI_Aint) ctx->size - 1};
+            const MPI_Aint at[3] = {0, (MPI_Aint)(ctx->size / 2), (MPI_Aint)ctx->size - 1};
             for (int i = 0; i < 3; ++i) {
                 MPI_Get(&got[i], 1, MPI_BYTE, 1, at[i], 1, MPI_BYTE, win);
             }
             MPI_Win_flush(1, win);
         }
         MPI_Send(&token, 1, MPI_INT, 0, 1, MPI_COMM_WORLD);
-        return ctx->busy_ms ? stale_bytes(got, 3, pattern) : stale_bytes(window, ctx->size, pattern);
+        return ctx->busy_ms ? stale_bytes(got, 3, pattern)
+                            : stale_bytes(window, ctx->size, pattern);
     } else if (1 == ctx->rank) {
         busy(ctx->busy_ms);
     }
@@ -101,7 +103,7 @@ static int run(const vis_ctx_t *ctx)
         fprintf(stderr, "cannot allocate %zu bytes\n", ctx->size);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    MPI_Win_create(window, (MPI_Aint) ctx->size, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+    MPI_Win_create(window, (MPI_Aint)ctx->size, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
     MPI_Win_lock_all(0, win);
     for (int k = 1; k <= ctx->rounds; ++k) {
         stale += round_of(ctx, k, src, window, win);
@@ -124,7 +126,7 @@ static int run_counted(void *arg)
     stale = run(ctx);
     ofi_pvars_read(&after);
     puts = after.value[OFI_PVAR_PUTS] - before.value[OFI_PVAR_PUTS];
-    ours = after.present && puts >= (unsigned long) ctx->rounds;
+    ours = after.present && puts >= (unsigned long)ctx->rounds;
     MPI_Allreduce(MPI_IN_PLACE, &stale, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (0 == ctx->rank) {
         printf("size=%zu rounds=%d stale=%d btl_ofi_puts=%lu%s", ctx->size, ctx->rounds, stale,
@@ -145,7 +147,7 @@ int main(int argc, char **argv)
     int nranks;
 
     harness_init(&argc, &argv, HARNESS_MPI_INIT, NULL, &ctx.rank, &nranks, NULL, NULL, NULL, 0);
-    if (nranks < (ctx.busy_ms ? 3 : 2) || 0 == ctx.size || ctx.size > (size_t) 1 << 30 ||
+    if (nranks < (ctx.busy_ms ? 3 : 2) || 0 == ctx.size || ctx.size > (size_t)1 << 30 ||
         ctx.rounds < 1 || ctx.busy_ms < 0 || ctx.busy_ms > 60000) {
         return harness_skip(ctx.rank, "needs >= 2 ranks (3 with BUSY_MS), 0 < SIZE <= 1 GiB, "
                                       "ROUNDS >= 1, 0 <= BUSY_MS <= 60000\n");

@@ -149,7 +149,6 @@ static long run_flavor(stress_ctx_t *ctx, stress_plan_t *plan, int *modes, int n
     return bad_phases;
 }
 
-
 static void usage(const void *opts)
 {
     (void)opts;

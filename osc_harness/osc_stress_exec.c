@@ -30,11 +30,14 @@ static MPI_Aint target_disp(const stress_ctx_t *ctx, int target, size_t off)
     return FLAVOR_DYNAMIC == ctx->flavor ? ctx->dyn_base[target] + (MPI_Aint)off : (MPI_Aint)off;
 }
 
+/* One op of the plan: with a request (MPI_Rput, ...) when the plan says so, else without. */
 static void issue(stress_ctx_t *ctx, const stress_op_t *op, MPI_Request *reqs, int *nreq)
 {
     unsigned char *src = ctx->scratch + op->src, *res = ctx->scratch + op->res;
-    MPI_Aint disp = target_disp(ctx, op->target, op->off);
-    MPI_Datatype dt = dt_handle(op->dt);
+    const MPI_Aint disp = target_disp(ctx, op->target, op->off);
+    const MPI_Datatype dt = dt_handle(op->dt);
+    const MPI_Op mop = mop_handle(op->mop);
+    const int len = (int)op->len, t = op->target, n = op->count;
     MPI_Request *req = op->use_req ? &reqs[(*nreq)++] : NULL;
     MPI_Win win = ctx->win;
 
@@ -42,78 +45,52 @@ static void issue(stress_ctx_t *ctx, const stress_op_t *op, MPI_Request *reqs, i
     switch (op->kind) {
     case OP_PUT:
         put_content(ctx, op, src, op->len);
-        if (req) {
-            mpi_rc(ctx, "MPI_Rput",
-                   MPI_Rput(src, (int)op->len, MPI_BYTE, op->target, disp, (int)op->len, MPI_BYTE,
-                            win, req));
-        } else {
-            mpi_rc(ctx, "MPI_Put",
-                   MPI_Put(src, (int)op->len, MPI_BYTE, op->target, disp, (int)op->len, MPI_BYTE,
-                           win));
-        }
+        mpi_rc(ctx, req ? "MPI_Rput" : "MPI_Put",
+               req ? MPI_Rput(src, len, MPI_BYTE, t, disp, len, MPI_BYTE, win, req)
+                   : MPI_Put(src, len, MPI_BYTE, t, disp, len, MPI_BYTE, win));
         break;
     case OP_GET:
         memset(res, 0xa5, op->len);
-        if (req) {
-            mpi_rc(ctx, "MPI_Rget",
-                   MPI_Rget(res, (int)op->len, MPI_BYTE, op->target, disp, (int)op->len, MPI_BYTE,
-                            win, req));
-        } else {
-            mpi_rc(ctx, "MPI_Get",
-                   MPI_Get(res, (int)op->len, MPI_BYTE, op->target, disp, (int)op->len, MPI_BYTE,
-                           win));
-        }
+        mpi_rc(ctx, req ? "MPI_Rget" : "MPI_Get",
+               req ? MPI_Rget(res, len, MPI_BYTE, t, disp, len, MPI_BYTE, win, req)
+                   : MPI_Get(res, len, MPI_BYTE, t, disp, len, MPI_BYTE, win));
         break;
     case OP_PUT_VEC: {
         MPI_Datatype vec;
-        put_content(ctx, op, src, (size_t)op->count * 8);
-        MPI_Type_vector(op->count, 8, 16, MPI_BYTE, &vec);
+        put_content(ctx, op, src, (size_t)n * 8);
+        MPI_Type_vector(n, 8, 16, MPI_BYTE, &vec);
         MPI_Type_commit(&vec);
-        mpi_rc(ctx, "MPI_Put",
-               MPI_Put(src, op->count * 8, MPI_BYTE, op->target, disp, 1, vec, win));
+        mpi_rc(ctx, "MPI_Put", MPI_Put(src, n * 8, MPI_BYTE, t, disp, 1, vec, win));
         MPI_Type_free(&vec);
         break;
     }
     case OP_ACC:
-        if (op->count > 1) {
-            for (int c = 0; c < op->count; ++c) {
+        if (n > 1) {
+            for (int c = 0; c < n; ++c) {
                 store_elem(src + (size_t)c * 8, DT_I64, vector_operand(ctx, op, c));
             }
         } else {
             store_elem(src, op->dt, op->operand);
         }
-        if (req) {
-            mpi_rc(ctx, "MPI_Raccumulate",
-                   MPI_Raccumulate(src, op->count, dt, op->target, disp, op->count, dt,
-                                   mop_handle(op->mop), win, req));
-        } else {
-            mpi_rc(ctx, "MPI_Accumulate",
-                   MPI_Accumulate(src, op->count, dt, op->target, disp, op->count, dt,
-                                  mop_handle(op->mop), win));
-        }
+        mpi_rc(ctx, req ? "MPI_Raccumulate" : "MPI_Accumulate",
+               req ? MPI_Raccumulate(src, n, dt, t, disp, n, dt, mop, win, req)
+                   : MPI_Accumulate(src, n, dt, t, disp, n, dt, mop, win));
         break;
     case OP_GACC:
         store_elem(src, op->dt, op->operand);
-        if (req) {
-            mpi_rc(ctx, "MPI_Rget_accumulate",
-                   MPI_Rget_accumulate(src, 1, dt, res, 1, dt, op->target, disp, 1, dt,
-                                       mop_handle(op->mop), win, req));
-        } else {
-            mpi_rc(ctx, "MPI_Get_accumulate",
-                   MPI_Get_accumulate(src, 1, dt, res, 1, dt, op->target, disp, 1, dt,
-                                      mop_handle(op->mop), win));
-        }
+        mpi_rc(ctx, req ? "MPI_Rget_accumulate" : "MPI_Get_accumulate",
+               req ? MPI_Rget_accumulate(src, 1, dt, res, 1, dt, t, disp, 1, dt, mop, win, req)
+                   : MPI_Get_accumulate(src, 1, dt, res, 1, dt, t, disp, 1, dt, mop, win));
         break;
     case OP_FOP:
         store_elem(src, op->dt, op->operand);
-        mpi_rc(ctx, "MPI_Fetch_and_op",
-               MPI_Fetch_and_op(src, res, dt, op->target, disp, mop_handle(op->mop), win));
+        mpi_rc(ctx, "MPI_Fetch_and_op", MPI_Fetch_and_op(src, res, dt, t, disp, mop, win));
         break;
     default:
         store_elem(src, op->dt, op->operand);
         store_elem(src + 8, op->dt, op->compare);
         mpi_rc(ctx, "MPI_Compare_and_swap",
-               MPI_Compare_and_swap(src, src + 8, res, dt, op->target, disp, win));
+               MPI_Compare_and_swap(src, src + 8, res, dt, t, disp, win));
         break;
     }
 }

@@ -11,16 +11,15 @@ const char *const sync_names[SYNC_COUNT] = {"fence", "lock_excl", "lock_shared",
 const char *const dt_names[DT_COUNT] = {"int64", "int32", "double"};
 const size_t dt_sizes[DT_COUNT] = {8, 4, 8};
 const char *const mop_names[MOP_COUNT] = {"SUM", "BXOR", "BOR",     "BAND",
-                                                 "MAX", "MIN",  "REPLACE", "NO_OP"};
+                                          "MAX", "MIN",  "REPLACE", "NO_OP"};
 const char *const kind_names[] = {"put",
-                                         "get",
-                                         "put(vector type)",
-                                         "accumulate",
-                                         "get_accumulate",
-                                         "fetch_and_op",
-                                         "compare_and_swap"};
-const char *const group_names[] = {"chunk", "commute", "vector", "chain",
-                                          "owner", "claim",   "read"};
+                                  "get",
+                                  "put(vector type)",
+                                  "accumulate",
+                                  "get_accumulate",
+                                  "fetch_and_op",
+                                  "compare_and_swap"};
+const char *const group_names[] = {"chunk", "commute", "vector", "chain", "owner", "claim", "read"};
 
 MPI_Datatype dt_handle(int dt)
 {
@@ -195,4 +194,3 @@ void layout(stress_ctx_t *ctx)
     ctx->nint_cells = 224;
     ctx->win_bytes = ctx->atom_off + ctx->ncells * CELL + GUARD_BYTES;
 }
-

@@ -51,7 +51,6 @@ static size_t scratch_take(stress_plan_t *plan, int origin, size_t bytes)
     return at;
 }
 
-
 static int64_t random_operand(stress_rng_t *rng, int dt, int mop)
 {
     uint64_t r = stress_rng_next(rng);

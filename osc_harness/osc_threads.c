@@ -154,7 +154,7 @@ static void *thread_main(void *p)
     return NULL;
 }
 
-/* What this rank's window must hold after every thread of every rank ran (shared == all
+/* What this rank's window must hold after every thread of every rank ran (only_tid < 0: all
  * threads used this window; else only thread `only_tid` did). */
 static void verify_window(threads_ctx_t *ctx, const int64_t *base, int only_tid)
 {
@@ -197,9 +197,30 @@ static void verify_window(threads_ctx_t *ctx, const int64_t *base, int only_tid)
     }
 }
 
-static int spawn_and_join(threads_ctx_t *ctx, thread_arg_t *args)
+/*
+ * All threads at once, on one window in one lock_all epoch of the main thread (shared), or each
+ * on its own window in its own lock_all epoch; then every window is checked. Returns seconds.
+ */
+static double run_threads(threads_ctx_t *ctx, bool shared)
 {
+    const int nwins = shared ? 1 : ctx->nthreads;
+    int64_t *base[MAX_THREADS];
+    thread_arg_t args[MAX_THREADS];
+    MPI_Win wins[MAX_THREADS];
+    double t0;
+
+    for (int w = 0; w < nwins; ++w) { /* collective: same order on every rank */
+        base[w] = calloc(ctx->cells, sizeof(int64_t));
+        MPI_Win_create(base[w], (MPI_Aint)(ctx->cells * sizeof(int64_t)), sizeof(int64_t),
+                       MPI_INFO_NULL, MPI_COMM_WORLD, &wins[w]);
+    }
+    t0 = harness_now();
+    if (shared) {
+        MPI_Win_lock_all(0, wins[0]);
+    }
     for (int t = 0; t < ctx->nthreads; ++t) {
+        args[t] =
+            (thread_arg_t){.ctx = ctx, .tid = t, .own_epoch = !shared, .win = wins[t % nwins]};
         if (pthread_create(&args[t].thread, NULL, thread_main, &args[t])) {
             fprintf(stderr, "osc_threads: pthread_create failed\n");
             MPI_Abort(MPI_COMM_WORLD, 3);
@@ -208,54 +229,15 @@ static int spawn_and_join(threads_ctx_t *ctx, thread_arg_t *args)
     for (int t = 0; t < ctx->nthreads; ++t) {
         pthread_join(args[t].thread, NULL);
     }
-    return 0;
-}
-
-static double run_shared(threads_ctx_t *ctx)
-{
-    int64_t *base = calloc(ctx->cells, sizeof(int64_t));
-    thread_arg_t args[MAX_THREADS];
-    MPI_Win win;
-    double t0;
-
-    MPI_Win_create(base, (MPI_Aint)(ctx->cells * sizeof(int64_t)), sizeof(int64_t), MPI_INFO_NULL,
-                   MPI_COMM_WORLD, &win);
-    t0 = harness_now();
-    MPI_Win_lock_all(0, win);
-    for (int t = 0; t < ctx->nthreads; ++t) {
-        args[t] = (thread_arg_t){.ctx = ctx, .tid = t, .own_epoch = false, .win = win};
+    if (shared) {
+        MPI_Win_unlock_all(wins[0]);
     }
-    spawn_and_join(ctx, args);
-    MPI_Win_unlock_all(win);
     MPI_Barrier(MPI_COMM_WORLD);
     t0 = harness_now() - t0;
-    verify_window(ctx, base, -1);
-    MPI_Win_free(&win);
-    free(base);
-    return t0;
-}
-
-static double run_separate(threads_ctx_t *ctx)
-{
-    int64_t *base[MAX_THREADS];
-    thread_arg_t args[MAX_THREADS];
-    MPI_Win wins[MAX_THREADS];
-    double t0;
-
-    for (int t = 0; t < ctx->nthreads; ++t) { /* collective: same order on every rank */
-        base[t] = calloc(ctx->cells, sizeof(int64_t));
-        MPI_Win_create(base[t], (MPI_Aint)(ctx->cells * sizeof(int64_t)), sizeof(int64_t),
-                       MPI_INFO_NULL, MPI_COMM_WORLD, &wins[t]);
-        args[t] = (thread_arg_t){.ctx = ctx, .tid = t, .own_epoch = true, .win = wins[t]};
-    }
-    t0 = harness_now();
-    spawn_and_join(ctx, args);
-    MPI_Barrier(MPI_COMM_WORLD);
-    t0 = harness_now() - t0;
-    for (int t = 0; t < ctx->nthreads; ++t) {
-        verify_window(ctx, base[t], t);
-        MPI_Win_free(&wins[t]);
-        free(base[t]);
+    for (int w = 0; w < nwins; ++w) {
+        verify_window(ctx, base[w], shared ? -1 : w);
+        MPI_Win_free(&wins[w]);
+        free(base[w]);
     }
     return t0;
 }
@@ -271,8 +253,8 @@ static int run(void *arg)
 
     ctx->cells = (size_t)ctx->size * ctx->nthreads * (BLOCK + 1) + 2;
     ofi_pvars_read(&before);
-    t_shared = run_shared(ctx);
-    t_separate = run_separate(ctx);
+    t_shared = run_threads(ctx, true);
+    t_separate = run_threads(ctx, false);
     ofi_pvars_read(&after);
     need[0] = atomic_load(&ctx->remote_puts);
     need[1] = atomic_load(&ctx->remote_gets);

@@ -55,15 +55,12 @@ void stress_fill(void *buf, size_t len, uint64_t seed, uint64_t tag)
     uint64_t x = seed ^ (tag * 0xd6e8feb86659fd93ULL);
     unsigned char *p = buf;
 
-    while (len >= 8) {
-        uint64_t v = splitmix64(&x);
-        memcpy(p, &v, 8);
-        p += 8;
-        len -= 8;
-    }
-    if (len) {
-        uint64_t v = splitmix64(&x);
-        memcpy(p, &v, len);
+    while (len) {
+        const uint64_t v = splitmix64(&x);
+        const size_t n = len < 8 ? len : 8;
+        memcpy(p, &v, n);
+        p += n;
+        len -= n;
     }
 }
 
