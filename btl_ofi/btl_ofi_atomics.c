@@ -112,6 +112,25 @@ static uint32_t mca_btl_ofi_atomics_advertise(const mca_btl_ofi_atomic_caps_t *c
     return flags;
 }
 
+/*
+ * shm (libfabric 1.17 and 2.1) posts a non-fetching atomic with
+ * FI_DELIVERY_COMPLETE through an inject buffer of the target and releases
+ * that buffer twice: the target after applying the atomic (no SMR_RMA_REQ),
+ * the origin again on the delivery response. Two later operations to that
+ * target can then share one buffer: small puts land with each other's data,
+ * fetch-and-op adds another's result (NOTES.txt section 8). A fetching atomic
+ * is released once, so such providers get fetching atomics into a scratch word.
+ */
+static bool mca_btl_ofi_nofetch_needs_fetch(const mca_btl_ofi_module_t *module)
+{
+    const char *prov = module->info->fabric_attr->prov_name;
+
+    if (0 <= mca_btl_ofi_params.nofetch_as_fetch) {
+        return 1 == mca_btl_ofi_params.nofetch_as_fetch;
+    }
+    return module->delivery_complete && (0 == strcmp(prov, "shm") || 0 == strncmp(prov, "shm;", 4));
+}
+
 int mca_btl_ofi_atomics_probe(mca_btl_ofi_module_t *module)
 {
     mca_btl_ofi_atomic_caps_t *caps = &module->atomics;
@@ -139,6 +158,14 @@ int mca_btl_ofi_atomics_probe(mca_btl_ofi_module_t *module)
         return OPAL_ERR_NOT_SUPPORTED;
     }
 
+    caps->nofetch_as_fetch = mca_btl_ofi_nofetch_needs_fetch(module);
+    if (caps->nofetch_as_fetch) {
+        opal_output_verbose(10, mca_btl_ofi_output,
+                            MCA_BTL_OFI_LOG "non-fetching atomics are posted as fetching ones (%s)",
+                            mca_btl_ofi_params.nofetch_as_fetch < 0
+                                ? "shm with delivery-complete releases their buffer twice"
+                                : "btl_ofi_atomic_nofetch_as_fetch=1");
+    }
     module->super.btl_atomic_flags = mca_btl_ofi_atomics_advertise(caps);
     return OPAL_SUCCESS;
 }
@@ -344,6 +371,7 @@ static int mca_btl_ofi_atomic(mca_btl_ofi_module_t *module,
                               void *cbdata)
 {
     const bool fetching = NULL != local_address;
+    const bool as_fetch = fetching || module->atomics.nofetch_as_fetch;
     const int dt = mca_btl_ofi_dt_index(flags);
     mca_btl_ofi_op_t *op;
     uint64_t target;
@@ -359,21 +387,21 @@ static int mca_btl_ofi_atomic(mca_btl_ofi_module_t *module,
         return (int)rc;
     }
     if (!(module->atomics.native[mca_op][dt] &
-          (fetching ? MCA_BTL_OFI_NATIVE_FOP : MCA_BTL_OFI_NATIVE_OP))) {
+          (as_fetch ? MCA_BTL_OFI_NATIVE_FOP : MCA_BTL_OFI_NATIVE_OP))) {
         return mca_btl_ofi_emulate(module, op, mca_op, dt, fetching, operand, target,
                                    remote_handle->key);
     }
 
     op->words->operand = operand;
-    if (fetching) {
-        void *desc;
-        if (OPAL_UNLIKELY(!mca_btl_ofi_op_desc(module, op, local_address,
-                                               mca_btl_ofi_dt_size(dt), &desc))) {
+    if (as_fetch) {
+        void *result = fetching ? local_address : &op->words->fetched, *desc = op->words_desc;
+        if (OPAL_UNLIKELY(fetching && !mca_btl_ofi_op_desc(module, op, local_address,
+                                                           mca_btl_ofi_dt_size(dt), &desc))) {
             return OPAL_ERROR;
         }
         /* the fetched result is its own proof of remote completion */
-        rc = fi_fetch_atomic(module->ep, &op->words->operand, 1, op->words_desc, local_address,
-                             desc, endpoint->peer_addr, target, remote_handle->key,
+        rc = fi_fetch_atomic(module->ep, &op->words->operand, 1, op->words_desc, result, desc,
+                             endpoint->peer_addr, target, remote_handle->key,
                              mca_btl_ofi_atomic_dt[dt], mca_btl_ofi_atomic_table[mca_op].fi_op,
                              &op->fi_ctx);
     } else {
@@ -383,7 +411,7 @@ static int mca_btl_ofi_atomic(mca_btl_ofi_module_t *module,
                        target, remote_handle->key, mca_btl_ofi_atomic_dt[dt],
                        mca_btl_ofi_atomic_table[mca_op].fi_op, &op->fi_ctx);
     }
-    return mca_btl_ofi_post_result(module, op, rc, fetching ? "fi_fetch_atomic" : "fi_atomic");
+    return mca_btl_ofi_post_result(module, op, rc, as_fetch ? "fi_fetch_atomic" : "fi_atomic");
 }
 
 int mca_btl_ofi_aop(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,

@@ -30,6 +30,7 @@ enum {
 typedef struct mca_btl_ofi_atomic_caps_t {
     uint8_t native[MCA_BTL_ATOMIC_LAST][MCA_BTL_OFI_ATOMIC_DT_COUNT];
     bool cswap[MCA_BTL_OFI_ATOMIC_DT_COUNT];
+    bool nofetch_as_fetch; /**< non-fetching atomics are posted as fetching ones */
 } mca_btl_ofi_atomic_caps_t;
 
 /** The one module of this component. */

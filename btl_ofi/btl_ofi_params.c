@@ -58,6 +58,17 @@ static mca_btl_ofi_int_param_t mca_btl_ofi_int_params[] = {
         .value = &mca_btl_ofi_params.op_free_list_max,
     },
     {
+        .name = "atomic_nofetch_as_fetch",
+        .help = "Post non-fetching atomics as fetching ones into a scratch word: -1 where the "
+                "provider needs it (shm with delivery-complete, whose non-fetching atomics "
+                "release an inject buffer twice and so corrupt later operations), 0 never "
+                "(debug), 1 always",
+        .default_text = "-1",
+        .min = -1,
+        .max = 1,
+        .value = &mca_btl_ofi_params.nofetch_as_fetch,
+    },
+    {
         .name = "inject_eagain",
         .help = "Debug fault injection: per 1000 puts, gets and atomics, how many are refused "
                 "as if the provider returned -FI_EAGAIN",

@@ -58,6 +58,7 @@ typedef struct mca_btl_ofi_params_t {
     int progress_batch;
     int op_free_list_max;
     bool force_atomic_emulation;
+    int nofetch_as_fetch; /**< non-fetching atomics as fetching: -1 auto (shm), 0 never, 1 always */
     int inject_eagain_permille; /**< debug: posts refused as -FI_EAGAIN, per 1000 */
     int inject_cq_error_every;  /**< debug: every Nth put/get uses a corrupted key */
 } mca_btl_ofi_params_t;

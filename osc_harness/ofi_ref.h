@@ -35,6 +35,10 @@ typedef struct ref_fabric {
     struct fid_ep *ep;
     struct fid_mr *mr;
     int delivery_complete; /* 0: remote completion proven by a read after the writes */
+    /* acc as fi_fetch_atomic into acc_sink, as the BTL posts it on shm with delivery-complete,
+     * where fi_atomic releases an inject buffer twice (NOTES.txt section 8) */
+    int acc_as_fetch;
+    int64_t acc_sink;
 
     char *region; /* registered: data, then the control page */
     size_t data_len;

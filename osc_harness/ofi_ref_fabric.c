@@ -172,6 +172,8 @@ int ref_fabric_open(ref_fabric_t *f, const char *prov, size_t data_len, int max_
     if (NULL == f->info) {
         return -FI_ENODATA;
     }
+    prov = f->info->fabric_attr->prov_name;
+    f->acc_as_fetch = f->delivery_complete && (0 == strcmp(prov, "shm") || 0 == strncmp(prov, "shm;", 4));
     f->data_len = data_len;
     f->nctx = max_window + 8;
     f->ctxs = calloc((size_t)f->nctx, sizeof(*f->ctxs));
@@ -204,10 +206,11 @@ void ref_fabric_describe(const ref_fabric_t *f, char *buf, size_t len)
 {
     uint64_t m = (uint64_t)f->info->domain_attr->mr_mode;
 
-    snprintf(buf, len, "provider %s, mr_mode%s%s%s%s, completion %s, data progress manual",
+    snprintf(buf, len, "provider %s, mr_mode%s%s%s%s, completion %s%s, data progress manual",
              f->info->fabric_attr->prov_name, (m & FI_MR_VIRT_ADDR) ? " virt_addr" : "",
              (m & FI_MR_PROV_KEY) ? " prov_key" : "", (m & FI_MR_ALLOCATED) ? " allocated" : "",
-             (m & REF_MR_SERVED) ? "" : " none", f->delivery_complete ? "delivery" : "read_proof");
+             (m & REF_MR_SERVED) ? "" : " none", f->delivery_complete ? "delivery" : "read_proof",
+             f->acc_as_fetch ? ", acc as fi_fetch_atomic" : "");
 }
 
 int ref_oob_barrier(ref_fabric_t *f)
@@ -264,7 +267,10 @@ static ssize_t try_post(ref_fabric_t *f, ref_kind_t kind, const void *buf, size_
     case REF_GET:
         return fi_read(f->ep, (void *)buf, len, NULL, f->peer, to, key, ctx);
     case REF_ACC:
-        return fi_atomic(f->ep, buf, 1, NULL, f->peer, to, key, FI_INT64, FI_SUM, ctx);
+        return f->acc_as_fetch ? fi_fetch_atomic(f->ep, buf, 1, NULL, &f->acc_sink, NULL, f->peer,
+                                                 to, key, FI_INT64, FI_SUM, ctx)
+                               : fi_atomic(f->ep, buf, 1, NULL, f->peer, to, key, FI_INT64, FI_SUM,
+                                           ctx);
     case REF_FOP:
     case REF_ATOMIC_READ:
         return fi_fetch_atomic(f->ep, buf, 1, NULL, result, NULL, f->peer, to, key, FI_INT64,

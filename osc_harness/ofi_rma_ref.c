@@ -35,7 +35,7 @@ typedef struct ref_opts {
     bench_sweep_t sweep; /* -o -S -m -M -i -x -B -W -j (bench_sizes.h) */
     const char *prov;
     harness_list_t tests;
-    int bind, timeout;
+    int bind, timeout, acc_native;
     harness_list_t netns; /* -N: network namespace of each process, or none */
 } ref_opts_t;
 
@@ -107,6 +107,8 @@ static void usage(void)
             "  -T SECS    give up after this long (default 600)\n"
             "  -N NS0,NS1 run the two processes in these network namespaces (/run/netns/NAME,\n"
             "             as `ip netns add` makes them), each entered before libfabric opens\n"
+            "  -A         acc with fi_atomic even where the BTL uses fi_fetch_atomic (shm with\n"
+            "             delivery-complete, whose fi_atomic corrupts later operations)\n"
             "exit codes: 0 done, 1 failure, 77 provider not available on the BTL's terms\n",
             BENCH_DEFAULT_MAX_ITERS, BENCH_DEFAULT_WINDOW);
 }
@@ -118,6 +120,7 @@ static int parse_opts(int argc, char **argv, ref_opts_t *o)
         HARNESS_ARG('p', HARNESS_OPT_STR, &o->prov),
         HARNESS_CUSTOM('t', &o->tests, harness_list_parse),
         HARNESS_FLAG('n', &o->bind, 0),
+        HARNESS_FLAG('A', &o->acc_native, 1),
         HARNESS_ARG('T', HARNESS_OPT_INT, &o->timeout),
         HARNESS_CUSTOM('N', &o->netns, harness_list_parse),
         {0},
@@ -206,7 +209,9 @@ static void emit(const ref_run_t *r, const ref_row_t *row, int columns)
         BENCH_DBL("ops_per_s", 13, 0, ops / row->elapsed),
         BENCH_DBL("post_ns", 12, 1, 1e9 * row->post / ((double)row->window * row->iters)),
         BENCH_STR("valid", 6, row->valid ? "yes" : "WRONG"),
-        BENCH_STR("fi_call", 18, row->op->fi_call),
+        BENCH_STR("fi_call", 18,
+                  REF_ACC == row->op->kind && r->f.acc_as_fetch ? "fi_fetch_atomic"
+                                                                 : row->op->fi_call),
         BENCH_STR("carried_by", 16, r->carried),
     };
 
@@ -286,6 +291,7 @@ static int run(ref_run_t *r)
 
     rc = ref_fabric_open(&r->f, r->o.prov, bench_sweep_window_bytes(&r->o.sweep, 64),
                          r->o.sweep.window);
+    r->f.acc_as_fetch = r->f.acc_as_fetch && !r->o.acc_native;
     if (0 != rc) {
         if (0 == r->f.role) {
             fprintf(stderr,
