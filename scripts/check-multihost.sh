@@ -18,9 +18,10 @@
 #
 # Per provider (default: "tcp;ofi_rxm" sockets), one rank per host namespace:
 #   osc_demo              3 ranks (or --hosts): exact results, btl_ofi counters moved
-#   osc_flush_visibility  2 ranks, 4 MiB x 30 rounds: stale=0; with 3 hosts also
-#                         its third-party form (8 B x 100 rounds, the target busy
-#                         20 ms each round without MPI calls): stale=0
+#   osc_flush_visibility  2 ranks, 4 MiB x 30 rounds: stale=0; its watch form (2
+#                         ranks, 8 B x 100 rounds, the target busy 20 ms each round
+#                         without MPI calls, watching its memory): stale=0; with 3
+#                         hosts its third-party form as well: stale=0
 #   osc_stress            3 ranks, 4 epochs, create+allocate windows: exact
 #   --with-dynamic adds osc_stress on MPI_Win_create_dynamic windows: it hangs
 #   across namespaces in ompi_osc_rdma_find_dynamic_region with Open MPI 4.1.4,
@@ -442,6 +443,7 @@ echo "  providers: ${PROVIDERS[*]}; osc_stress seed $SEED; logs $LOG_DIR"
 for prov in "${PROVIDERS[@]}"; do
     one osc_demo "$prov" "$NHOSTS" 90 osc_demo
     one osc_flush_visibility "$prov" 2 120 osc_flush_visibility $((4 << 20)) 30
+    one osc_flush_visibility-watch "$prov" 2 120 osc_flush_visibility 8 100 20
     if [ "$NHOSTS" -ge 3 ]; then
         one osc_flush_visibility-3rd "$prov" 3 120 osc_flush_visibility 8 100 20
     fi
