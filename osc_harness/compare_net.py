@@ -51,7 +51,8 @@ EXIT_CANNOT = 77
 
 # The network metrics (issue 14, item 3, as far as the programs measure them).
 NET_MODE = {
-    "lat_sizes": "8", "bw_sizes": "65536,1048576,4194304", "rate_sizes": "8",
+    "lat_sizes": "8,64,512,4096,32768,262144,1048576",
+    "bw_sizes": "4096,16384,65536,262144,1048576,4194304", "rate_sizes": "8",
     "lat_iters": "2000", "bw_iters": "100", "rate_iters": "200", "budget": "64M",
     "benches": ["latency", "bw", "msgrate"],
 }
@@ -370,7 +371,7 @@ def visibility(configs, exe_of, env_of, timeout, hosts, outdir, locked_run):
             else:
                 why = (o + e).strip().splitlines()[-1:] or ["no output"]
                 res.update(status=f"failed (exit {rc}{'' if crossed else ', not across the hosts'})",
-                           why=why[0][:200])
+                           why="".join(ch for ch in why[0] if ch.isprintable())[:200])
             print(f"  visibility {cfg.label:26s} {form:11s} {res['status']}" +
                   (f": stale {res['stale']}/{res['rounds']}" if "stale" in res else ""), flush=True)
     return out
