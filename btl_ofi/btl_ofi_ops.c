@@ -47,12 +47,12 @@ uint64_t mca_btl_ofi_inject_key_slow(uint64_t key)
 /* The checks as one call per operation each (measurement build, see btl_ofi_ops.h). */
 __attribute__((noinline)) bool mca_btl_ofi_inject_eagain_call(void)
 {
-    return 0 != mca_btl_ofi_params.inject_eagain_permille && mca_btl_ofi_inject_eagain_slow();
+    return mca_btl_ofi_inject_eagain_check();
 }
 
 __attribute__((noinline)) uint64_t mca_btl_ofi_inject_key_call(uint64_t key)
 {
-    return 0 == mca_btl_ofi_params.inject_cq_error_every ? key : mca_btl_ofi_inject_key_slow(key);
+    return mca_btl_ofi_inject_key_check(key);
 }
 #endif
 

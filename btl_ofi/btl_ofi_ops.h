@@ -68,7 +68,22 @@ OBJ_CLASS_DECLARATION(mca_btl_ofi_op_t);
 bool mca_btl_ofi_inject_eagain_slow(void);
 uint64_t mca_btl_ofi_inject_key_slow(uint64_t key);
 
-/* MCA_BTL_OFI_INJECT_CHECK (btl_ofi_params.h): how the hot path asks. */
+/* The checks themselves: a load of the parameter and a predicted-not-taken branch. */
+static inline bool mca_btl_ofi_inject_eagain_check(void)
+{
+    return OPAL_UNLIKELY(0 != mca_btl_ofi_params.inject_eagain_permille) &&
+           mca_btl_ofi_inject_eagain_slow();
+}
+
+static inline uint64_t mca_btl_ofi_inject_key_check(uint64_t key)
+{
+    return OPAL_LIKELY(0 == mca_btl_ofi_params.inject_cq_error_every)
+               ? key
+               : mca_btl_ofi_inject_key_slow(key);
+}
+
+/* MCA_BTL_OFI_INJECT_CHECK (btl_ofi_params.h): how the hot path asks. 2: the same checks
+ * behind an out-of-line call each (btl_ofi_ops.c). */
 #if MCA_BTL_OFI_INJECT_CHECK == 2
 bool mca_btl_ofi_inject_eagain_call(void);
 uint64_t mca_btl_ofi_inject_key_call(uint64_t key);
@@ -83,9 +98,7 @@ static inline bool mca_btl_ofi_inject_eagain(void)
 #if MCA_BTL_OFI_INJECT_CHECK == 2
     return mca_btl_ofi_inject_eagain_call();
 #else
-    return MCA_BTL_OFI_INJECT_CHECK &&
-           OPAL_UNLIKELY(0 != mca_btl_ofi_params.inject_eagain_permille) &&
-           mca_btl_ofi_inject_eagain_slow();
+    return MCA_BTL_OFI_INJECT_CHECK && mca_btl_ofi_inject_eagain_check();
 #endif
 }
 
@@ -95,10 +108,7 @@ static inline uint64_t mca_btl_ofi_inject_key(uint64_t key)
 #if MCA_BTL_OFI_INJECT_CHECK == 2
     return mca_btl_ofi_inject_key_call(key);
 #else
-    if (!MCA_BTL_OFI_INJECT_CHECK || OPAL_LIKELY(0 == mca_btl_ofi_params.inject_cq_error_every)) {
-        return key;
-    }
-    return mca_btl_ofi_inject_key_slow(key);
+    return MCA_BTL_OFI_INJECT_CHECK ? mca_btl_ofi_inject_key_check(key) : key;
 #endif
 }
 
