@@ -116,9 +116,9 @@ static uint32_t mca_btl_ofi_atomics_advertise(const mca_btl_ofi_atomic_caps_t *c
  * shm (libfabric 1.17 and 2.1) posts a non-fetching atomic with
  * FI_DELIVERY_COMPLETE through an inject buffer of the target and releases
  * that buffer twice: the target after applying the atomic (no SMR_RMA_REQ),
- * the origin again on the delivery response. Two later operations to that
- * target can then share one buffer: small puts land with each other's data,
- * fetch-and-op adds another's result (NOTES.txt section 8). A fetching atomic
+ * the origin again on the delivery response. Two later atomics to that target
+ * can then share one buffer, so a fetch-and-op adds another's operand or result
+ * (NOTES.txt section 8; puts and gets take other paths there). A fetching atomic
  * is released once, so such providers get fetching atomics into a scratch word.
  */
 static bool mca_btl_ofi_nofetch_needs_fetch(const mca_btl_ofi_module_t *module)
