@@ -7,6 +7,7 @@
 
 #include <string.h>
 
+#include "btl_ofi_coalesce.h"
 #include "btl_ofi_mr.h"
 #include "btl_ofi_ops.h"
 #include "btl_ofi_params.h"
@@ -128,6 +129,7 @@ static void mca_btl_ofi_lists_construct(mca_btl_ofi_module_t *module)
     OBJ_CONSTRUCT(&module->endpoints, opal_hash_table_t);
     OBJ_CONSTRUCT(&module->reg_lock, opal_mutex_t);
     OBJ_CONSTRUCT(&module->live_regs, opal_list_t);
+    OBJ_CONSTRUCT(&module->regs_by_key, opal_hash_table_t);
     OBJ_CONSTRUCT(&module->word_slabs, opal_list_t);
     OBJ_CONSTRUCT(&module->deferred_lock, opal_mutex_t);
     OBJ_CONSTRUCT(&module->deferred, opal_list_t);
@@ -137,7 +139,8 @@ static void mca_btl_ofi_lists_construct(mca_btl_ofi_module_t *module)
 /* After negotiation: under FI_MR_LOCAL the operations' words come from registered slabs. */
 static int mca_btl_ofi_lists_init(mca_btl_ofi_module_t *module)
 {
-    if (OPAL_SUCCESS != opal_hash_table_init(&module->endpoints, 64)) {
+    if (OPAL_SUCCESS != opal_hash_table_init(&module->endpoints, 64) ||
+        OPAL_SUCCESS != opal_hash_table_init(&module->regs_by_key, 64)) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     return opal_free_list_init(&module->ops, sizeof(mca_btl_ofi_op_t), opal_cache_line_size,
@@ -150,6 +153,10 @@ int mca_btl_ofi_device_open(mca_btl_ofi_module_t *module, struct fi_info *info)
 {
     int rc;
 
+    module->co = NULL;
+    module->co_progress = NULL;
+    /* coalescing wants FI_MSG as well: it may replace info */
+    module->coalesce = mca_btl_ofi_coalesce_prepare(&info);
     module->info = info;
     module->fabric = NULL;
     module->domain = NULL;
@@ -174,7 +181,11 @@ int mca_btl_ofi_device_open(mca_btl_ofi_module_t *module, struct fi_info *info)
     module->proof_word = 0;
     module->proof_reg =
         mca_btl_ofi_reg_create(module, &module->proof_word, sizeof(module->proof_word));
-    return (NULL == module->proof_reg) ? OPAL_ERROR : OPAL_SUCCESS;
+    if (NULL == module->proof_reg) {
+        return OPAL_ERROR;
+    }
+    mca_btl_ofi_coalesce_start(module);
+    return OPAL_SUCCESS;
 }
 
 static void mca_btl_ofi_close_fid(struct fid **fid, const char *what)

@@ -27,6 +27,9 @@ static void mca_btl_ofi_endpoint_construct(mca_btl_base_endpoint_t *endpoint)
     endpoint->proc = NULL;
     endpoint->peer_addr = FI_ADDR_NOTAVAIL;
     atomic_store(&endpoint->unproven, false);
+    endpoint->batch = NULL;
+    endpoint->co_in_flight = 0;
+    endpoint->co_bursty = false;
 }
 
 OBJ_CLASS_INSTANCE(mca_btl_base_endpoint_t, opal_object_t, mca_btl_ofi_endpoint_construct, NULL);
@@ -62,12 +65,11 @@ int mca_btl_ofi_modex_send(mca_btl_ofi_module_t *module)
     return rc;
 }
 
-static uint64_t mca_btl_ofi_proc_key(const struct opal_proc_t *proc)
+static uint64_t mca_btl_ofi_name_key(const opal_process_name_t *name)
 {
     uint64_t key = 0;
 
-    memcpy(&key, &proc->proc_name,
-           sizeof(proc->proc_name) < sizeof(key) ? sizeof(proc->proc_name) : sizeof(key));
+    memcpy(&key, name, sizeof(*name) < sizeof(key) ? sizeof(*name) : sizeof(key));
     return key;
 }
 
@@ -119,7 +121,7 @@ static mca_btl_base_endpoint_t *mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t
 static mca_btl_base_endpoint_t *mca_btl_ofi_endpoint_get(mca_btl_ofi_module_t *module,
                                                          struct opal_proc_t *proc)
 {
-    uint64_t key = mca_btl_ofi_proc_key(proc);
+    uint64_t key = mca_btl_ofi_name_key(&proc->proc_name);
     mca_btl_base_endpoint_t *endpoint = NULL;
 
     OPAL_THREAD_LOCK(&module->endpoint_lock);
@@ -132,6 +134,23 @@ static mca_btl_base_endpoint_t *mca_btl_ofi_endpoint_get(mca_btl_ofi_module_t *m
     }
     OPAL_THREAD_UNLOCK(&module->endpoint_lock);
     return endpoint;
+}
+
+mca_btl_base_endpoint_t *mca_btl_ofi_endpoint_by_name(mca_btl_ofi_module_t *module,
+                                                      const opal_process_name_t *name)
+{
+    mca_btl_base_endpoint_t *endpoint = NULL;
+    struct opal_proc_t *proc;
+
+    OPAL_THREAD_LOCK(&module->endpoint_lock);
+    (void)opal_hash_table_get_value_uint64(&module->endpoints, mca_btl_ofi_name_key(name),
+                                           (void **)&endpoint);
+    OPAL_THREAD_UNLOCK(&module->endpoint_lock);
+    if (NULL != endpoint) {
+        return endpoint;
+    }
+    proc = opal_proc_for_name(*name);
+    return (NULL == proc) ? NULL : mca_btl_ofi_endpoint_get(module, proc);
 }
 
 int mca_btl_ofi_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,

@@ -9,6 +9,7 @@
 #include "btl_ofi_module.h"
 
 #include "opal/class/opal_object.h"
+#include "opal/util/proc.h"
 
 #include "btl_ofi_mr.h"
 
@@ -23,6 +24,10 @@ struct mca_btl_base_endpoint_t {
     mca_btl_base_registration_handle_t proof_handle;
     /** non-fetching atomics issued since the last remote-completion proof */
     atomic_bool unproven;
+    /* btl_ofi_coalesce.c, under its lock: */
+    struct mca_btl_ofi_batch_t *batch; /**< puts being gathered for this peer, or NULL */
+    int co_in_flight;                  /**< batches and tracked puts to this peer in flight */
+    bool co_bursty; /**< the last batch to this peer gathered a burst: gather lone puts too */
 };
 typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
 OBJ_CLASS_DECLARATION(mca_btl_base_endpoint_t);
@@ -49,6 +54,14 @@ int mca_btl_ofi_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
                           struct opal_bitmap_t *reachable);
 int mca_btl_ofi_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
                           struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers);
+/**
+ * The endpoint of the process with this name, made from its modex data if
+ * add_procs has not seen it yet.
+ *
+ * @retval the endpoint, or NULL when the process is unknown or unreachable
+ */
+mca_btl_base_endpoint_t *mca_btl_ofi_endpoint_by_name(mca_btl_ofi_module_t *module,
+                                                      const opal_process_name_t *name);
 /** Release every endpoint (at finalize). */
 void mca_btl_ofi_endpoints_release(mca_btl_ofi_module_t *module);
 

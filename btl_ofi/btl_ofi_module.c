@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "btl_ofi_atomics.h"
+#include "btl_ofi_coalesce.h"
 #include "btl_ofi_device.h"
 #include "btl_ofi_endpoint.h"
 #include "btl_ofi_mr.h"
@@ -104,9 +105,11 @@ int mca_btl_ofi_finalize(struct mca_btl_base_module_t *btl)
     mca_btl_ofi_endpoints_release(module);
     mca_btl_ofi_word_slabs_release(module);
     mca_btl_ofi_device_close(module);
+    mca_btl_ofi_coalesce_stop(module);
 
     OBJ_DESTRUCT(&module->deferred);
     OBJ_DESTRUCT(&module->deferred_lock);
+    OBJ_DESTRUCT(&module->regs_by_key);
     OBJ_DESTRUCT(&module->live_regs);
     OBJ_DESTRUCT(&module->word_slabs);
     OBJ_DESTRUCT(&module->reg_lock);

@@ -68,6 +68,7 @@ struct mca_btl_ofi_module_t {
 
     opal_mutex_t reg_lock;
     opal_list_t live_regs;
+    opal_hash_table_t regs_by_key; /**< key -> live registration */
     /** FI_MR_LOCAL: registered slabs of operation words (mca_btl_ofi_words_slab_t) */
     opal_list_t word_slabs;
 
@@ -76,6 +77,14 @@ struct mca_btl_ofi_module_t {
     opal_list_t deferred;
 
     mca_btl_ofi_atomic_caps_t atomics;
+
+    /** small puts to a busy peer travel gathered in messages (btl_ofi_coalesce.c) */
+    bool coalesce;
+    size_t coalesce_max; /**< the largest put that is gathered */
+    struct mca_btl_ofi_coalesce_t *co;
+    /** what progress runs first when coalescing is on (sends gathered puts) */
+    void (*co_progress)(struct mca_btl_ofi_module_t *module);
+
     bool initialized;
 };
 

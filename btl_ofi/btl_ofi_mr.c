@@ -143,6 +143,9 @@ mca_btl_ofi_register_mem(struct mca_btl_base_module_t *btl,
     }
     OPAL_THREAD_LOCK(&module->reg_lock);
     opal_list_append(&module->live_regs, &reg->super);
+    if (NULL != reg->mr) {
+        (void)opal_hash_table_set_value_uint64(&module->regs_by_key, reg->handle.key, reg);
+    }
     OPAL_THREAD_UNLOCK(&module->reg_lock);
 
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_REGISTRATIONS, 1);
@@ -169,10 +172,24 @@ int mca_btl_ofi_deregister_mem(struct mca_btl_base_module_t *btl,
 
     OPAL_THREAD_LOCK(&module->reg_lock);
     opal_list_remove_item(&module->live_regs, &reg->super);
+    if (NULL != reg->mr) {
+        (void)opal_hash_table_remove_value_uint64(&module->regs_by_key, reg->handle.key);
+    }
     OPAL_THREAD_UNLOCK(&module->reg_lock);
 
     mca_btl_ofi_reg_release(reg);
     return OPAL_SUCCESS;
+}
+
+mca_btl_ofi_reg_t *mca_btl_ofi_reg_find(mca_btl_ofi_module_t *module, uint64_t key)
+{
+    mca_btl_ofi_reg_t *reg = NULL;
+
+    if (OPAL_SUCCESS !=
+        opal_hash_table_get_value_uint64(&module->regs_by_key, key, (void **)&reg)) {
+        return NULL;
+    }
+    return reg;
 }
 
 void mca_btl_ofi_regs_release(mca_btl_ofi_module_t *module)
@@ -180,6 +197,7 @@ void mca_btl_ofi_regs_release(mca_btl_ofi_module_t *module)
     opal_list_item_t *item;
     size_t leftover = 0;
 
+    opal_hash_table_remove_all(&module->regs_by_key);
     while (NULL != (item = opal_list_remove_first(&module->live_regs))) {
         ++leftover;
         mca_btl_ofi_reg_release((mca_btl_ofi_reg_t *)item);

@@ -61,6 +61,14 @@ int mca_btl_ofi_deregister_mem(struct mca_btl_base_module_t *btl,
 mca_btl_ofi_reg_t *mca_btl_ofi_reg_create(mca_btl_ofi_module_t *module, void *base, size_t size);
 /** Close a registration made by mca_btl_ofi_reg_create and free it. */
 void mca_btl_ofi_reg_destroy(mca_btl_ofi_reg_t *reg);
+/**
+ * The live registration (made by mca_btl_ofi_register_mem) whose key peers
+ * use, for a peer's access that this process carries out itself. The caller
+ * holds module->reg_lock for as long as it uses the registration.
+ *
+ * @retval the registration, or NULL for a key no live registration has
+ */
+mca_btl_ofi_reg_t *mca_btl_ofi_reg_find(mca_btl_ofi_module_t *module, uint64_t key);
 /** Deregister whatever the upper layer left registered at finalize. */
 void mca_btl_ofi_regs_release(mca_btl_ofi_module_t *module);
 

@@ -79,6 +79,7 @@ mca_btl_ofi_op_t *mca_btl_ofi_op_alloc(mca_btl_ofi_module_t *module,
     op->words->fetched = 0;
     op->transient = NULL;
     op->parent = NULL;
+    op->co_tracked = false;
     atomic_fetch_add(&module->outstanding, 1);
     return op;
 }
@@ -167,9 +168,7 @@ static void mca_btl_ofi_repost_deferred(mca_btl_ofi_module_t *module)
         return;
     }
     OBJ_CONSTRUCT(&ready, opal_list_t);
-    OPAL_THREAD_LOCK(&module->deferred_lock);
-    opal_list_join(&ready, opal_list_get_end(&ready), &module->deferred);
-    OPAL_THREAD_UNLOCK(&module->deferred_lock);
+    mca_btl_ofi_list_take(&ready, &module->deferred, &module->deferred_lock);
 
     for (opal_list_item_t *item; NULL != (item = opal_list_remove_first(&ready));) {
         mca_btl_ofi_op_t *op = (mca_btl_ofi_op_t *)item;
@@ -185,6 +184,9 @@ int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module)
     ssize_t count;
 
     mca_btl_ofi_repost_deferred(module);
+    if (NULL != module->co_progress) {
+        module->co_progress(module);
+    }
 
     count = fi_cq_read(module->cq, entries, (size_t)mca_btl_ofi_params.progress_batch);
     if (count > 0) {

@@ -61,6 +61,8 @@ struct mca_btl_ofi_op_t {
     /** a put waiting for its proof: completions still to come (its own and its proof's) */
     atomic_int pending;
     int status; /**< a put waiting for its proof: first error of the two, else OPAL_SUCCESS */
+    /** a put that coalescing counts as in flight to its peer (btl_ofi_coalesce.c) */
+    bool co_tracked;
 };
 OBJ_CLASS_DECLARATION(mca_btl_ofi_op_t);
 
@@ -148,6 +150,14 @@ static inline void mca_btl_ofi_op_complete(mca_btl_ofi_module_t *module, mca_btl
  */
 int mca_btl_ofi_post_result(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op, ssize_t rc,
                             const char *what);
+
+/** Move every item of src, which lock guards, to the end of dst (a list of the caller's). */
+static inline void mca_btl_ofi_list_take(opal_list_t *dst, opal_list_t *src, opal_mutex_t *lock)
+{
+    OPAL_THREAD_LOCK(lock);
+    opal_list_join(dst, opal_list_get_end(dst), src);
+    OPAL_THREAD_UNLOCK(lock);
+}
 
 /** Read up to one batch of CQ entries and run their completion handlers. */
 int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module);

@@ -69,6 +69,26 @@ static mca_btl_ofi_int_param_t mca_btl_ofi_int_params[] = {
         .value = &mca_btl_ofi_params.nofetch_as_fetch,
     },
     {
+        .name = "put_coalesce",
+        .help = "Gather small puts to a peer that already has a put in flight into one "
+                "message, which the peer's progress writes into the window after checking key "
+                "and bounds, and acknowledges once for all of them: -1 where every put costs a "
+                "message anyway (tcp, tcp;ofi_rxm), 0 never, 1 on any provider (a lone put "
+                "is an fi_write unless the peer just had a burst)",
+        .default_text = "-1",
+        .min = -1,
+        .max = 1,
+        .value = &mca_btl_ofi_params.put_coalesce,
+    },
+    {
+        .name = "put_coalesce_max",
+        .help = "The largest put, in bytes, that btl_ofi_put_coalesce gathers",
+        .default_text = "512",
+        .min = 1,
+        .max = MCA_BTL_OFI_COALESCE_PUT_MAX,
+        .value = &mca_btl_ofi_params.put_coalesce_max,
+    },
+    {
         .name = "inject_eagain",
         .help = "Debug fault injection: per 1000 puts, gets and atomics, how many are refused "
                 "as if the provider returned -FI_EAGAIN",

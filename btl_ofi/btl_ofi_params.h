@@ -13,6 +13,9 @@
 
 BEGIN_C_DECLS
 
+/* Upper bound of btl_ofi_put_coalesce_max: half of a gathered message's records. */
+#define MCA_BTL_OFI_COALESCE_PUT_MAX 4096
+
 /* Upper bound of CQ entries read by one progress call. */
 #define MCA_BTL_OFI_MAX_CQ_BATCH 256
 
@@ -59,6 +62,8 @@ typedef struct mca_btl_ofi_params_t {
     int op_free_list_max;
     bool force_atomic_emulation;
     int nofetch_as_fetch; /**< non-fetching atomics as fetching: -1 auto (shm), 0 never, 1 always */
+    int put_coalesce;     /**< small puts gathered into messages: -1 auto (tcp), 0 never, 1 always */
+    int put_coalesce_max; /**< the largest put that is gathered, in bytes */
     int inject_eagain_permille; /**< debug: posts refused as -FI_EAGAIN, per 1000 */
     int inject_cq_error_every;  /**< debug: every Nth put/get uses a corrupted key */
 } mca_btl_ofi_params_t;

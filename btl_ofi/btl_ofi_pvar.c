@@ -47,6 +47,16 @@ static const struct {
                                         "FI_MR_LOCAL: local buffers that came without a "
                                         "registration, registered for one operation",
                                         MCA_BASE_PVAR_CLASS_COUNTER},
+    [MCA_BTL_OFI_CNT_PUTS_GATHERED] = {"put_gathered",
+                                       "Puts gathered into messages (btl_ofi_put_coalesce); "
+                                       "put_count counts them too",
+                                       MCA_BASE_PVAR_CLASS_COUNTER},
+    [MCA_BTL_OFI_CNT_PUT_BATCHES] = {"put_batches", "Messages of gathered puts sent",
+                                     MCA_BASE_PVAR_CLASS_COUNTER},
+    [MCA_BTL_OFI_CNT_PUT_BATCHES_APPLIED] = {"put_batches_applied",
+                                             "Messages of gathered puts from peers written "
+                                             "into this process's registrations",
+                                             MCA_BASE_PVAR_CLASS_COUNTER},
     [MCA_BTL_OFI_CNT_MR_MODE] = {"mr_mode",
                                  "The memory-registration mode negotiated with the provider "
                                  "(FI_MR_* bits)",

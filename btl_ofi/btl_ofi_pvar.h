@@ -28,6 +28,9 @@ enum mca_btl_ofi_counter_id_t {
     MCA_BTL_OFI_CNT_REFUSED,
     MCA_BTL_OFI_CNT_INJECTED,
     MCA_BTL_OFI_CNT_TRANSIENT_REGS,
+    MCA_BTL_OFI_CNT_PUTS_GATHERED,
+    MCA_BTL_OFI_CNT_PUT_BATCHES,
+    MCA_BTL_OFI_CNT_PUT_BATCHES_APPLIED,
     MCA_BTL_OFI_CNT_MR_MODE,  /**< the negotiated FI_MR_* bits (set once, at init) */
     MCA_BTL_OFI_CNT_KEY_SIZE, /**< the negotiated mr_key_size in bytes (set once, at init) */
     MCA_BTL_OFI_CNT_MAX,

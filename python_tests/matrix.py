@@ -372,6 +372,9 @@ def concurrency_checks(tier="fast", scale=1):
         make_check("acc_atomic", tier, flavor_name="create_du8", dtype="int32", count=64,
                    repeat=20 * scale),
         make_check("acc_order", tier, flavor_name="create_du8", repeat=20 * scale),
+        # many small puts per flush (what btl_<component>_put_coalesce gathers), to all peers
+        make_check("scatter_puts", tier, flavor_name="create_du1", count=100 * scale,
+                   per_flush=32),
     ]
 
 
@@ -553,6 +556,9 @@ def expected_counters(spec, group):
         any_of.update(traffic)
     elif kind == "dynamic_regions":
         must.add("put_count")
+    elif kind == "scatter_puts":
+        must.add("put_count")
+        minimum["put_count"] = nranks * (nranks - 1) * spec["count"]
     elif kind == "cas":
         if spec["dtype"] not in ("int64", "uint64"):
             any_of.update(traffic)

@@ -625,8 +625,59 @@ def dynamic_regions_check(ctx, spec):
     return errors
 
 
+SCATTER_SIZES = (1, 8, 8, 8, 24, 64, 200, 512, 513, 1000, 4096, 5000)
+
+
+def _scatter_plan(seed, origin, target, count, slot):
+    """The puts `origin` makes into `target`: (offset, size, fill byte) each,
+    sizes from SCATTER_SIZES in a seeded order, every one in its own slot of
+    the target's window (origins take disjoint slot ranges), so the target
+    knows exactly what it must hold."""
+    rng = np.random.default_rng([seed, origin, target])
+    sizes = rng.choice(SCATTER_SIZES, count)
+    slots = rng.permutation(count)
+    return [(int(slots[i]) * slot, int(sizes[i]), int(rng.integers(1, 255)))
+            for i in range(count)]
+
+
+def scatter_puts_check(ctx, spec):
+    """Every rank Puts spec["count"] pieces of mixed sizes (1 B to 5000 B) into
+    every other rank at scattered offsets, in one lock_all epoch with a flush
+    every spec["per_flush"] puts, each from its own origin buffer: the small
+    ones are what btl_ofi_put_coalesce gathers. Then every rank checks its
+    whole window byte for byte: each piece where it belongs, nothing else touched."""
+    seed, count, per_flush = sem.seed_of(spec["id"]), spec["count"], spec["per_flush"]
+    slot = max(SCATTER_SIZES) + 8
+    region = count * slot
+    win = Window(ctx, spec.get("flavor", "create"), 1, region * ctx.size)
+    win.local[:] = SENTINEL
+    ctx.comm.Barrier()
+    plans = {t: _scatter_plan(seed, ctx.rank, t, count, slot)
+             for t in range(ctx.size) if t != ctx.rank}
+    sources = {t: [np.full(size, fill, np.uint8) for _, size, fill in plans[t]] for t in plans}
+    win.win.Lock_all()
+    for i in range(count):
+        for t, plan in plans.items():
+            off, _, _ = plan[i]
+            win.win.Put(sources[t][i], t, win.disp(t, ctx.rank * region + off))
+        if (i + 1) % per_flush == 0:
+            win.win.Flush_all()
+    win.win.Unlock_all()
+    ctx.comm.Barrier()
+    want = np.full(region * ctx.size, SENTINEL, np.uint8)
+    for origin in range(ctx.size):
+        if origin != ctx.rank:
+            for off, size, fill in _scatter_plan(seed, origin, ctx.rank, count, slot):
+                want[origin * region + off:origin * region + off + size] = fill
+    errors = describe_mismatch(f"window of rank {ctx.rank} after scattered puts",
+                               win.local.copy(), want, (0, len(want)), np.dtype(np.uint8))
+    win.free()
+    return errors
+
+
 CHECKS = {
     "rma": rma_check,
+    "scatter_puts": scatter_puts_check,
     "cas": cas_check,
     "fadd_many": fadd_many_check,
     "excl_lock": excl_lock_check,

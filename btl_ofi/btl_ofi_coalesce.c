@@ -1,0 +1,703 @@
+/*
+ * btl-ofi small-put coalescing.
+ *
+ * Why: on tcp;ofi_rxm every put is one message on the peer's connection and
+ * one acknowledgement back (delivery-complete), whatever its size, so 8-byte
+ * puts run at the provider's message rate (about 0.12M/s between two network
+ * namespaces, osc_harness/PERFORMANCE.md), where osc/pt2pt ships a flush's
+ * worth of puts in one message.
+ *
+ * What: a put of at most btl_ofi_put_coalesce_max bytes to a peer with
+ * nothing of ours in flight goes out as an fi_write, as without coalescing,
+ * so a lone put + flush costs what it did. While a put or batch to that peer
+ * is in flight, and while the peer gets bursts (its last batch held more
+ * than one put, or formed behind something in flight; a batch of one lone
+ * put ends that), further small puts are copied into a batch: records of
+ * (translated address, key, length, data). A batch is sent (fi_send) when it
+ * is full or at the next progress call; flush progresses, so flush sends it.
+ * The peer's progress takes it from one of its posted receive buffers, checks
+ * every record against its registrations (key, bounds) as a provider would,
+ * copies the data and answers once, naming the records it refused. The
+ * origin runs each put's callback when that answer arrives, so a callback
+ * still means that the data is at the target.
+ *
+ * Where: auto (-1) turns it on for the tcp provider, whose RMA the target's
+ * own progress carries out (FI_PROGRESS_MANUAL): there the data lands when
+ * the target progresses either way. On hardware RMA or a provider with its
+ * own progress it would move the copy onto the target's CPU, so it stays off
+ * there unless btl_ofi_put_coalesce=1.
+ */
+
+#include "btl_ofi_coalesce.h"
+
+#include <string.h>
+
+#include "opal/class/opal_hash_table.h"
+#include "opal/class/opal_list.h"
+
+#include "btl_ofi_endpoint.h"
+#include "btl_ofi_params.h"
+#include "btl_ofi_pvar.h"
+
+#define MCA_BTL_OFI_CO_MAGIC_BATCH UINT32_C(0x62746f62) /* "btob" */
+#define MCA_BTL_OFI_CO_MAGIC_ACK UINT32_C(0x62746f61)   /* "btoa" */
+/* Record bytes in one batch, the most puts in one, and receive buffers posted. */
+#define MCA_BTL_OFI_CO_BYTES 8192
+#define MCA_BTL_OFI_CO_RECORDS 256
+#define MCA_BTL_OFI_CO_RECVS 32
+
+#define MCA_BTL_OFI_CO_PAD(n) (((n) + 7) & ~(size_t)7)
+
+/* The wire: a header, then count records, each followed by its data padded to 8 bytes. */
+typedef struct mca_btl_ofi_co_header_t {
+    uint32_t magic;
+    uint32_t count;
+    uint64_t cookie; /**< the origin's batch, returned in the answer */
+    opal_process_name_t origin;
+    uint32_t bytes; /**< record bytes after the header */
+    uint32_t reserved;
+} mca_btl_ofi_co_header_t;
+
+typedef struct mca_btl_ofi_co_record_t {
+    uint64_t addr; /**< as fi_write takes it: virtual, or an offset from the base */
+    uint64_t key;
+    uint32_t len;
+    uint32_t reserved;
+} mca_btl_ofi_co_record_t;
+
+typedef struct mca_btl_ofi_co_ack_t {
+    uint32_t magic;
+    uint32_t refused; /**< records the target refused (bad key or out of bounds) */
+    uint64_t cookie;
+    uint64_t refused_bits[MCA_BTL_OFI_CO_RECORDS / 64];
+} mca_btl_ofi_co_ack_t;
+
+#define MCA_BTL_OFI_CO_MSG_MAX (sizeof(mca_btl_ofi_co_header_t) + MCA_BTL_OFI_CO_BYTES)
+
+/* What the caller of one gathered put gets back. */
+typedef struct mca_btl_ofi_co_put_t {
+    mca_btl_base_rdma_completion_fn_t cbfunc;
+    void *cbcontext;
+    void *cbdata;
+    void *local_address;
+    struct mca_btl_base_registration_handle_t *local_handle;
+} mca_btl_ofi_co_put_t;
+
+/* One batch at the origin: open (its endpoint's), waiting to be sent, or in flight. */
+typedef struct mca_btl_ofi_batch_t {
+    opal_list_item_t super;
+    /** counts the batch as outstanding; its context receives the send's completion */
+    mca_btl_ofi_op_t *op;
+    struct mca_btl_base_endpoint_t *endpoint;
+    atomic_int pending; /**< the send's completion and the answer */
+    int status;         /**< the send's error, else OPAL_SUCCESS */
+    uint64_t refused_bits[MCA_BTL_OFI_CO_RECORDS / 64];
+    mca_btl_ofi_co_put_t puts[MCA_BTL_OFI_CO_RECORDS];
+    union {
+        mca_btl_ofi_co_header_t header;
+        uint64_t bytes[MCA_BTL_OFI_CO_MSG_MAX / 8];
+    } msg;
+} mca_btl_ofi_batch_t;
+static OBJ_CLASS_INSTANCE(mca_btl_ofi_batch_t, opal_list_item_t, NULL, NULL);
+
+/* An answer whose fi_inject met -FI_EAGAIN. */
+typedef struct mca_btl_ofi_co_pending_ack_t {
+    opal_list_item_t super;
+    struct mca_btl_base_endpoint_t *endpoint;
+    mca_btl_ofi_co_ack_t ack;
+} mca_btl_ofi_co_pending_ack_t;
+static OBJ_CLASS_INSTANCE(mca_btl_ofi_co_pending_ack_t, opal_list_item_t, NULL, NULL);
+
+struct mca_btl_ofi_coalesce_t {
+    opal_mutex_t lock; /**< the lists below and every endpoint's batch and co_in_flight */
+    opal_list_t ready; /**< batches to send at the next progress (open ones included) */
+    opal_list_t acks;  /**< answers to send again */
+    /** batches whose send failed: kept until finalize, since an answer could still name one */
+    opal_list_t dead;
+    bool inject_ack; /**< answers fit the provider's inject size */
+    mca_btl_ofi_op_t *recvs[MCA_BTL_OFI_CO_RECVS];
+    char *recv_bufs;
+};
+
+/* ---- setup ------------------------------------------------------------- */
+
+static bool mca_btl_ofi_co_wanted(const struct fi_info *info)
+{
+    const char *name = info->fabric_attr->prov_name;
+
+    if (0 <= mca_btl_ofi_params.put_coalesce) {
+        return 1 == mca_btl_ofi_params.put_coalesce;
+    }
+    /* tcp and tcp;ofi_rxm: the core provider is tcp */
+    return 3 == strcspn(name, ";") && 0 == strncmp(name, "tcp", 3);
+}
+
+bool mca_btl_ofi_coalesce_prepare(struct fi_info **info)
+{
+    struct fi_info *hints, *found = NULL;
+    uint32_t version;
+    int rc;
+
+    if (!mca_btl_ofi_co_wanted(*info)) {
+        return false;
+    }
+    hints = fi_dupinfo(*info);
+    if (NULL == hints) {
+        return false;
+    }
+    /* With FI_READ and FI_WRITE named, FI_SEND and FI_RECV are not implied. */
+    hints->caps |= FI_MSG | FI_SEND | FI_RECV;
+    version = (hints->caps & FI_HMEM) ? MCA_BTL_OFI_FI_VERSION_HMEM : MCA_BTL_OFI_FI_VERSION;
+    rc = fi_getinfo(version, NULL, NULL, 0, hints, &found);
+    fi_freeinfo(hints);
+    if (0 != rc || NULL == found ||
+        0 != strcmp(found->fabric_attr->prov_name, (*info)->fabric_attr->prov_name)) {
+        opal_output_verbose(1, mca_btl_ofi_output,
+                            MCA_BTL_OFI_LOG "puts are not coalesced: %s grants no FI_MSG beside "
+                                            "what btl-ofi uses (%s)",
+                            (*info)->fabric_attr->prov_name,
+                            rc ? fi_strerror(-rc) : "another provider");
+        fi_freeinfo(found);
+        return false;
+    }
+    fi_freeinfo(found->next);
+    found->next = NULL;
+    fi_freeinfo(*info);
+    *info = found;
+    return true;
+}
+
+static void mca_btl_ofi_co_received(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op, int status);
+static void mca_btl_ofi_co_progress(mca_btl_ofi_module_t *module);
+
+static void mca_btl_ofi_co_post_recv(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op)
+{
+    ssize_t rc = fi_recv(module->ep, op->local_address, MCA_BTL_OFI_CO_MSG_MAX, NULL,
+                         FI_ADDR_UNSPEC, &op->fi_ctx);
+
+    if (OPAL_LIKELY(0 == rc)) {
+        return;
+    }
+    if (-FI_EAGAIN == rc) {
+        mca_btl_ofi_defer(module, op, mca_btl_ofi_co_post_recv);
+        return;
+    }
+    opal_output_verbose(1, mca_btl_ofi_output,
+                        MCA_BTL_OFI_LOG "fi_recv (gathered puts) failed: %s; one receive "
+                                        "buffer fewer",
+                        fi_strerror((int)-rc));
+}
+
+static const char *mca_btl_ofi_co_unusable(const mca_btl_ofi_module_t *module)
+{
+    if (module->mr_local) {
+        return "FI_MR_LOCAL (its message buffers would need registrations)";
+    }
+    return NULL;
+}
+
+void mca_btl_ofi_coalesce_start(mca_btl_ofi_module_t *module)
+{
+    struct mca_btl_ofi_coalesce_t *co;
+    const char *why;
+
+    if (!module->coalesce) {
+        return;
+    }
+    module->coalesce = false;
+    why = mca_btl_ofi_co_unusable(module);
+    if (NULL != why) {
+        opal_output_verbose(1, mca_btl_ofi_output,
+                            MCA_BTL_OFI_LOG "puts are not coalesced on %s: %s",
+                            module->info->fabric_attr->prov_name, why);
+        return;
+    }
+    co = calloc(1, sizeof(*co));
+    if (NULL == co ||
+        NULL == (co->recv_bufs = malloc(MCA_BTL_OFI_CO_RECVS * MCA_BTL_OFI_CO_MSG_MAX))) {
+        free(co);
+        return;
+    }
+    OBJ_CONSTRUCT(&co->lock, opal_mutex_t);
+    OBJ_CONSTRUCT(&co->ready, opal_list_t);
+    OBJ_CONSTRUCT(&co->acks, opal_list_t);
+    OBJ_CONSTRUCT(&co->dead, opal_list_t);
+    co->inject_ack = module->info->tx_attr->inject_size >= sizeof(mca_btl_ofi_co_ack_t);
+    module->co = co;
+    for (int i = 0; i < MCA_BTL_OFI_CO_RECVS; ++i) {
+        mca_btl_ofi_op_t *op = OBJ_NEW(mca_btl_ofi_op_t);
+
+        co->recvs[i] = op;
+        if (NULL != op) {
+            op->complete = mca_btl_ofi_co_received;
+            op->local_address = co->recv_bufs + (size_t)i * MCA_BTL_OFI_CO_MSG_MAX;
+            mca_btl_ofi_co_post_recv(module, op);
+        }
+    }
+    module->co_progress = mca_btl_ofi_co_progress;
+    module->coalesce = true;
+    module->coalesce_max = (size_t)mca_btl_ofi_params.put_coalesce_max;
+    opal_output_verbose(10, mca_btl_ofi_output,
+                        MCA_BTL_OFI_LOG "puts of up to %zu bytes to a peer with one in flight "
+                                        "are gathered into messages (btl_ofi_put_coalesce=%d)",
+                        module->coalesce_max, mca_btl_ofi_params.put_coalesce);
+}
+
+static void mca_btl_ofi_co_list_free(opal_list_t *list)
+{
+    opal_list_item_t *item;
+
+    while (NULL != (item = opal_list_remove_first(list))) {
+        OBJ_RELEASE(item);
+    }
+    OBJ_DESTRUCT(list);
+}
+
+void mca_btl_ofi_coalesce_stop(mca_btl_ofi_module_t *module)
+{
+    struct mca_btl_ofi_coalesce_t *co = module->co;
+
+    if (NULL == co) {
+        return;
+    }
+    module->co = NULL;
+    module->co_progress = NULL;
+    module->coalesce = false;
+    for (int i = 0; i < MCA_BTL_OFI_CO_RECVS; ++i) {
+        if (NULL != co->recvs[i]) {
+            OBJ_RELEASE(co->recvs[i]);
+        }
+    }
+    free(co->recv_bufs);
+    /* the endpoint is closed: what is left here will complete no more */
+    mca_btl_ofi_co_list_free(&co->ready);
+    mca_btl_ofi_co_list_free(&co->acks);
+    mca_btl_ofi_co_list_free(&co->dead);
+    OBJ_DESTRUCT(&co->lock);
+    free(co);
+}
+
+/* ---- the origin ---------------------------------------------------------- */
+
+static void mca_btl_ofi_co_batch_part(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
+                                      int status);
+
+static mca_btl_ofi_batch_t *mca_btl_ofi_co_batch_new(mca_btl_ofi_module_t *module,
+                                                     struct mca_btl_base_endpoint_t *endpoint)
+{
+    mca_btl_ofi_batch_t *batch = OBJ_NEW(mca_btl_ofi_batch_t);
+
+    if (NULL == batch) {
+        return NULL;
+    }
+    batch->op = mca_btl_ofi_op_alloc(module, mca_btl_ofi_co_batch_part, endpoint, batch, NULL, NULL,
+                                     NULL, NULL);
+    if (NULL == batch->op) {
+        OBJ_RELEASE(batch);
+        return NULL;
+    }
+    batch->endpoint = endpoint;
+    batch->status = OPAL_SUCCESS;
+    memset(batch->refused_bits, 0, sizeof(batch->refused_bits));
+    batch->msg.header = (mca_btl_ofi_co_header_t){
+        .magic = MCA_BTL_OFI_CO_MAGIC_BATCH,
+        .count = 0,
+        .cookie = (uint64_t)(uintptr_t)batch,
+        .origin = opal_proc_local_get()->proc_name,
+        .bytes = 0,
+    };
+    return batch;
+}
+
+static bool mca_btl_ofi_co_fits(const mca_btl_ofi_batch_t *batch, size_t size)
+{
+    const mca_btl_ofi_co_header_t *header = &batch->msg.header;
+
+    return header->count < MCA_BTL_OFI_CO_RECORDS &&
+           header->bytes + sizeof(mca_btl_ofi_co_record_t) + MCA_BTL_OFI_CO_PAD(size) <=
+               MCA_BTL_OFI_CO_BYTES;
+}
+
+/*
+ * Under the lock: the endpoint's open batch leaves it, to be sent. A batch of
+ * more than one put, or one that formed behind a put or batch in flight, marks
+ * the peer as receiving bursts; a single put with nothing in flight unmarks it.
+ */
+static void mca_btl_ofi_co_close_batch(mca_btl_ofi_batch_t *batch)
+{
+    struct mca_btl_base_endpoint_t *endpoint = batch->endpoint;
+
+    endpoint->co_bursty = batch->msg.header.count > 1 || endpoint->co_in_flight > 0;
+    endpoint->batch = NULL;
+    endpoint->co_in_flight++;
+}
+
+/* Every put of a batch is done: run their callbacks. */
+static void mca_btl_ofi_co_batch_finish(mca_btl_ofi_module_t *module, mca_btl_ofi_batch_t *batch)
+{
+    struct mca_btl_base_endpoint_t *endpoint = batch->endpoint;
+
+    OPAL_THREAD_LOCK(&module->co->lock);
+    endpoint->co_in_flight--;
+    OPAL_THREAD_UNLOCK(&module->co->lock);
+    for (uint32_t i = 0; i < batch->msg.header.count; ++i) {
+        const mca_btl_ofi_co_put_t *put = &batch->puts[i];
+        int status = batch->status;
+
+        if (OPAL_SUCCESS == status && (batch->refused_bits[i / 64] >> (i % 64)) & 1) {
+            status = OPAL_ERROR;
+        }
+        if (NULL != put->cbfunc) {
+            put->cbfunc(&module->super, endpoint, put->local_address, put->local_handle,
+                        put->cbcontext, put->cbdata, status);
+        }
+    }
+    mca_btl_ofi_op_release(module, batch->op);
+    batch->op = NULL;
+}
+
+/*
+ * One of a batch's two events: the send's completion or the answer (status
+ * OPAL_SUCCESS, from mca_btl_ofi_co_acked). A failed send gets no answer: its
+ * puts fail now, and the batch is kept until finalize in case one comes anyway.
+ */
+static void mca_btl_ofi_co_batch_event(mca_btl_ofi_module_t *module, mca_btl_ofi_batch_t *batch,
+                                       int status)
+{
+    if (OPAL_SUCCESS != status) {
+        batch->status = status;
+        if (atomic_exchange(&batch->pending, 0) <= 0) {
+            return;
+        }
+        mca_btl_ofi_co_batch_finish(module, batch);
+        OPAL_THREAD_LOCK(&module->co->lock);
+        opal_list_append(&module->co->dead, &batch->super);
+        OPAL_THREAD_UNLOCK(&module->co->lock);
+        return;
+    }
+    if (1 != atomic_fetch_sub(&batch->pending, 1)) {
+        return;
+    }
+    mca_btl_ofi_co_batch_finish(module, batch);
+    OBJ_RELEASE(batch);
+}
+
+/* The completion of a batch's send (its op's handler). */
+static void mca_btl_ofi_co_batch_part(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
+                                      int status)
+{
+    mca_btl_ofi_co_batch_event(module, (mca_btl_ofi_batch_t *)op->local_address, status);
+}
+
+static void mca_btl_ofi_co_send(mca_btl_ofi_module_t *module, mca_btl_ofi_batch_t *batch)
+{
+    const mca_btl_ofi_co_header_t *header = &batch->msg.header;
+    ssize_t rc;
+
+    atomic_store(&batch->pending, 2);
+    rc = fi_send(module->ep, header, sizeof(*header) + header->bytes, NULL,
+                 batch->endpoint->peer_addr, &batch->op->fi_ctx);
+    if (OPAL_LIKELY(0 == rc)) {
+        mca_btl_ofi_count(MCA_BTL_OFI_CNT_PUT_BATCHES, 1);
+        return;
+    }
+    if (-FI_EAGAIN == rc) {
+        mca_btl_ofi_count(MCA_BTL_OFI_CNT_POST_EAGAIN, 1);
+        OPAL_THREAD_LOCK(&module->co->lock);
+        opal_list_append(&module->co->ready, &batch->super);
+        OPAL_THREAD_UNLOCK(&module->co->lock);
+        return;
+    }
+    opal_output_verbose(1, mca_btl_ofi_output,
+                        MCA_BTL_OFI_LOG "fi_send (gathered puts) failed: %s (%zd)",
+                        fi_strerror((int)-rc), rc);
+    mca_btl_ofi_co_batch_event(module, batch, OPAL_ERROR);
+}
+
+static void mca_btl_ofi_co_add(mca_btl_ofi_batch_t *batch, const void *data, uint64_t target,
+                               uint64_t key, size_t size, const mca_btl_ofi_co_put_t *put)
+{
+    mca_btl_ofi_co_header_t *header = &batch->msg.header;
+    char *at = (char *)(header + 1) + header->bytes;
+    mca_btl_ofi_co_record_t record = {.addr = target, .key = key, .len = (uint32_t)size};
+
+    memcpy(at, &record, sizeof(record));
+    memcpy(at + sizeof(record), data, size);
+    header->bytes += (uint32_t)(sizeof(record) + MCA_BTL_OFI_CO_PAD(size));
+    batch->puts[header->count++] = *put;
+}
+
+int mca_btl_ofi_coalesce_put(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoint_t *endpoint,
+                             void *local_address, uint64_t target, uint64_t key, size_t size,
+                             struct mca_btl_base_registration_handle_t *local_handle,
+                             mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                             void *cbdata)
+{
+    const mca_btl_ofi_co_put_t put = {cbfunc, cbcontext, cbdata, local_address, local_handle};
+    struct mca_btl_ofi_coalesce_t *co = module->co;
+    mca_btl_ofi_batch_t *batch, *full = NULL;
+
+    OPAL_THREAD_LOCK(&co->lock);
+    batch = endpoint->batch;
+    /* Nothing in flight to this peer, and no burst lately: an fi_write, tracked. */
+    if (NULL == batch && 0 == endpoint->co_in_flight && !endpoint->co_bursty) {
+        endpoint->co_in_flight++;
+        OPAL_THREAD_UNLOCK(&co->lock);
+        return OPAL_ERR_NOT_AVAILABLE;
+    }
+    if (NULL != batch && !mca_btl_ofi_co_fits(batch, size)) {
+        opal_list_remove_item(&co->ready, &batch->super);
+        mca_btl_ofi_co_close_batch(batch);
+        full = batch;
+        batch = NULL;
+    }
+    if (NULL == batch && NULL != (batch = mca_btl_ofi_co_batch_new(module, endpoint))) {
+        endpoint->batch = batch;
+        opal_list_append(&co->ready, &batch->super);
+    }
+    if (NULL != batch) {
+        mca_btl_ofi_co_add(batch, local_address, target, key, size, &put);
+    }
+    OPAL_THREAD_UNLOCK(&co->lock);
+
+    if (NULL != full) {
+        mca_btl_ofi_co_send(module, full);
+    }
+    if (NULL == batch) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    mca_btl_ofi_count(MCA_BTL_OFI_CNT_PUTS, 1);
+    mca_btl_ofi_count(MCA_BTL_OFI_CNT_PUT_BYTES, size);
+    mca_btl_ofi_count(MCA_BTL_OFI_CNT_PUTS_GATHERED, 1);
+    return OPAL_SUCCESS;
+}
+
+void mca_btl_ofi_coalesce_direct_undo(mca_btl_ofi_module_t *module,
+                                      struct mca_btl_base_endpoint_t *endpoint)
+{
+    OPAL_THREAD_LOCK(&module->co->lock);
+    endpoint->co_in_flight--;
+    OPAL_THREAD_UNLOCK(&module->co->lock);
+}
+
+void mca_btl_ofi_coalesce_direct_done(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
+                                      int status)
+{
+    mca_btl_ofi_coalesce_direct_undo(module, op->endpoint);
+    mca_btl_ofi_op_finish(module, op, status);
+}
+
+/* ---- the target ---------------------------------------------------------- */
+
+/* Under module->reg_lock: where a record's data goes, or NULL if a provider would refuse it. */
+static void *mca_btl_ofi_co_where(mca_btl_ofi_module_t *module,
+                                  const mca_btl_ofi_co_record_t *record)
+{
+    mca_btl_ofi_reg_t *reg = mca_btl_ofi_reg_find(module, record->key);
+    uint64_t offset;
+
+    if (NULL == reg) {
+        return NULL;
+    }
+    if (module->virt_addr && record->addr < reg->handle.base) {
+        return NULL;
+    }
+    offset = module->virt_addr ? record->addr - reg->handle.base : record->addr;
+    if (record->len > reg->handle.len || offset > reg->handle.len - record->len) {
+        return NULL;
+    }
+    return (char *)(uintptr_t)reg->handle.base + offset;
+}
+
+/* An answer sent with fi_send (no inject) completed. */
+static void mca_btl_ofi_co_ack_sent(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op, int status)
+{
+    mca_btl_ofi_co_pending_ack_t *pending = (mca_btl_ofi_co_pending_ack_t *)op->local_address;
+
+    OBJ_RELEASE(pending);
+    mca_btl_ofi_op_release(module, op);
+}
+
+/* Post one answer (then it is gone); false when the provider said -FI_EAGAIN. */
+static bool mca_btl_ofi_co_ack_post(mca_btl_ofi_module_t *module,
+                                    mca_btl_ofi_co_pending_ack_t *pending)
+{
+    struct mca_btl_base_endpoint_t *endpoint = pending->endpoint;
+    mca_btl_ofi_op_t *op;
+    ssize_t rc;
+
+    if (module->co->inject_ack) {
+        rc = fi_inject(module->ep, &pending->ack, sizeof(pending->ack), endpoint->peer_addr);
+        if (OPAL_LIKELY(0 == rc)) {
+            OBJ_RELEASE(pending);
+            return true;
+        }
+    } else {
+        /* an inject size too small (shm with FI_HMEM): the answer lives until sent */
+        op = mca_btl_ofi_op_alloc(module, mca_btl_ofi_co_ack_sent, endpoint, pending, NULL, NULL,
+                                  NULL, NULL);
+        if (NULL == op) {
+            return false;
+        }
+        rc = fi_send(module->ep, &pending->ack, sizeof(pending->ack), NULL, endpoint->peer_addr,
+                     &op->fi_ctx);
+        if (OPAL_LIKELY(0 == rc)) {
+            return true;
+        }
+        mca_btl_ofi_op_release(module, op);
+    }
+    if (-FI_EAGAIN == rc) {
+        return false;
+    }
+    opal_output_verbose(1, mca_btl_ofi_output,
+                        MCA_BTL_OFI_LOG "answering gathered puts from %s failed: %s",
+                        OPAL_NAME_PRINT(endpoint->proc->proc_name), fi_strerror((int)-rc));
+    OBJ_RELEASE(pending);
+    return true;
+}
+
+static void mca_btl_ofi_co_send_ack(mca_btl_ofi_module_t *module,
+                                    struct mca_btl_base_endpoint_t *endpoint,
+                                    const mca_btl_ofi_co_ack_t *ack)
+{
+    mca_btl_ofi_co_pending_ack_t *pending = OBJ_NEW(mca_btl_ofi_co_pending_ack_t);
+
+    if (NULL == pending) {
+        opal_output_verbose(1, mca_btl_ofi_output,
+                            MCA_BTL_OFI_LOG "no memory to answer gathered puts");
+        return;
+    }
+    pending->endpoint = endpoint;
+    pending->ack = *ack;
+    if (!mca_btl_ofi_co_ack_post(module, pending)) {
+        OPAL_THREAD_LOCK(&module->co->lock);
+        opal_list_append(&module->co->acks, &pending->super);
+        OPAL_THREAD_UNLOCK(&module->co->lock);
+    }
+}
+
+/* Write a batch's records into this process's registrations and answer it. */
+static void mca_btl_ofi_co_apply(mca_btl_ofi_module_t *module, const char *msg)
+{
+    const mca_btl_ofi_co_header_t *header = (const mca_btl_ofi_co_header_t *)msg;
+    const uint32_t count =
+        header->count < MCA_BTL_OFI_CO_RECORDS ? header->count : MCA_BTL_OFI_CO_RECORDS;
+    const size_t end =
+        sizeof(*header) +
+        (header->bytes < MCA_BTL_OFI_CO_BYTES ? header->bytes : MCA_BTL_OFI_CO_BYTES);
+    mca_btl_ofi_co_ack_t ack = {.magic = MCA_BTL_OFI_CO_MAGIC_ACK, .cookie = header->cookie};
+    struct mca_btl_base_endpoint_t *endpoint;
+    size_t at = sizeof(*header);
+
+    OPAL_THREAD_LOCK(&module->reg_lock);
+    for (uint32_t i = 0; i < count; ++i) {
+        mca_btl_ofi_co_record_t record = {0};
+        void *where = NULL;
+
+        if (at + sizeof(record) <= end) {
+            memcpy(&record, msg + at, sizeof(record));
+            at += sizeof(record);
+            if (record.len <= end - at) {
+                where = mca_btl_ofi_co_where(module, &record);
+            }
+        }
+        if (NULL == where) {
+            ack.refused_bits[i / 64] |= UINT64_C(1) << (i % 64);
+            ack.refused++;
+            mca_btl_ofi_count(MCA_BTL_OFI_CNT_REFUSED, 1);
+        } else {
+            memcpy(where, msg + at, record.len);
+        }
+        at += MCA_BTL_OFI_CO_PAD(record.len);
+        at = at < end ? at : end;
+    }
+    OPAL_THREAD_UNLOCK(&module->reg_lock);
+    mca_btl_ofi_count(MCA_BTL_OFI_CNT_PUT_BATCHES_APPLIED, 1);
+
+    endpoint = mca_btl_ofi_endpoint_by_name(module, &header->origin);
+    if (NULL == endpoint) {
+        opal_output_verbose(1, mca_btl_ofi_output,
+                            MCA_BTL_OFI_LOG "gathered puts from %s were applied, but that "
+                                            "process cannot be answered: no endpoint",
+                            OPAL_NAME_PRINT(header->origin));
+        return;
+    }
+    mca_btl_ofi_co_send_ack(module, endpoint, &ack);
+}
+
+static void mca_btl_ofi_co_acked(mca_btl_ofi_module_t *module, const mca_btl_ofi_co_ack_t *ack)
+{
+    mca_btl_ofi_batch_t *batch = (mca_btl_ofi_batch_t *)(uintptr_t)ack->cookie;
+
+    memcpy(batch->refused_bits, ack->refused_bits, sizeof(batch->refused_bits));
+    mca_btl_ofi_co_batch_event(module, batch, OPAL_SUCCESS);
+}
+
+/* A receive buffer got a message (or an error): act on it and post the buffer again. */
+static void mca_btl_ofi_co_received(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op, int status)
+{
+    const uint32_t magic = *(const uint32_t *)op->local_address;
+
+    if (OPAL_SUCCESS == status) {
+        if (MCA_BTL_OFI_CO_MAGIC_BATCH == magic) {
+            mca_btl_ofi_co_apply(module, op->local_address);
+        } else if (MCA_BTL_OFI_CO_MAGIC_ACK == magic) {
+            mca_btl_ofi_co_acked(module, op->local_address);
+        } else {
+            opal_output_verbose(1, mca_btl_ofi_output,
+                                MCA_BTL_OFI_LOG "a message that is not btl-ofi's was dropped");
+        }
+    }
+    if (module->initialized) {
+        mca_btl_ofi_co_post_recv(module, op);
+    }
+}
+
+/* ---- progress ------------------------------------------------------------ */
+
+static void mca_btl_ofi_co_retry_acks(mca_btl_ofi_module_t *module)
+{
+    struct mca_btl_ofi_coalesce_t *co = module->co;
+    opal_list_t retry;
+    opal_list_item_t *item;
+
+    if (opal_list_is_empty(&co->acks)) {
+        return;
+    }
+    OBJ_CONSTRUCT(&retry, opal_list_t);
+    mca_btl_ofi_list_take(&retry, &co->acks, &co->lock);
+    while (NULL != (item = opal_list_remove_first(&retry))) {
+        if (!mca_btl_ofi_co_ack_post(module, (mca_btl_ofi_co_pending_ack_t *)item)) {
+            OPAL_THREAD_LOCK(&co->lock);
+            opal_list_append(&co->acks, item);
+            OPAL_THREAD_UNLOCK(&co->lock);
+        }
+    }
+    OBJ_DESTRUCT(&retry);
+}
+
+static void mca_btl_ofi_co_progress(mca_btl_ofi_module_t *module)
+{
+    struct mca_btl_ofi_coalesce_t *co = module->co;
+    opal_list_t send;
+    opal_list_item_t *item;
+
+    if (!opal_list_is_empty(&co->ready)) {
+        OBJ_CONSTRUCT(&send, opal_list_t);
+        OPAL_THREAD_LOCK(&co->lock);
+        while (NULL != (item = opal_list_remove_first(&co->ready))) {
+            mca_btl_ofi_batch_t *batch = (mca_btl_ofi_batch_t *)item;
+
+            if (batch->endpoint->batch == batch) {
+                mca_btl_ofi_co_close_batch(batch);
+            }
+            opal_list_append(&send, item);
+        }
+        OPAL_THREAD_UNLOCK(&co->lock);
+        while (NULL != (item = opal_list_remove_first(&send))) {
+            mca_btl_ofi_co_send(module, (mca_btl_ofi_batch_t *)item);
+        }
+        OBJ_DESTRUCT(&send);
+    }
+    mca_btl_ofi_co_retry_acks(module);
+}

@@ -1,0 +1,64 @@
+/*
+ * btl-ofi small-put coalescing (btl_ofi_coalesce.c): small puts to a peer
+ * that is already busy are gathered into one message, which the peer's
+ * progress writes into its registrations and acknowledges once.
+ */
+
+#ifndef MCA_BTL_OFI_COALESCE_H
+#define MCA_BTL_OFI_COALESCE_H
+
+#include "btl_ofi_module.h"
+
+#include "btl_ofi_mr.h"
+#include "btl_ofi_ops.h"
+
+BEGIN_C_DECLS
+
+/**
+ * Before the fids are opened: whether btl_ofi_put_coalesce asks for
+ * coalescing on this provider, and if so an info that adds FI_MSG to it.
+ *
+ * @param info (INOUT) replaced (the old one freed) when coalescing is wanted and
+ *             the provider grants FI_MSG with everything else it granted
+ * @retval true when coalescing will be started (mca_btl_ofi_coalesce_start)
+ */
+bool mca_btl_ofi_coalesce_prepare(struct fi_info **info);
+
+/**
+ * After the endpoint is enabled and the MR mode negotiated: post the receive
+ * buffers and hook module->co_progress (it sends gathered puts and answers
+ * that met -FI_EAGAIN). A mode it cannot serve leaves module->coalesce false
+ * with a message; Open MPI carries on with plain puts.
+ */
+void mca_btl_ofi_coalesce_start(mca_btl_ofi_module_t *module);
+
+/** At finalize, after the endpoint is closed: free buffers and batches. */
+void mca_btl_ofi_coalesce_stop(mca_btl_ofi_module_t *module);
+
+/**
+ * A put of size <= module->coalesce_max with coalescing on: gather it if its
+ * peer has a put or batch in flight, else leave it to the caller.
+ *
+ * @param target (IN) the translated remote address, as fi_write takes it
+ * @retval OPAL_SUCCESS gathered: the callback runs when the peer acknowledged it;
+ *         OPAL_ERR_NOT_AVAILABLE post it as an fi_write whose completion runs
+ *         mca_btl_ofi_coalesce_direct_done (or mca_btl_ofi_coalesce_direct_undo
+ *         if posting fails); OPAL_ERR_OUT_OF_RESOURCE try again
+ */
+int mca_btl_ofi_coalesce_put(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoint_t *endpoint,
+                             void *local_address, uint64_t target, uint64_t key, size_t size,
+                             struct mca_btl_base_registration_handle_t *local_handle,
+                             mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                             void *cbdata);
+
+/** Completion handler of a put that mca_btl_ofi_coalesce_put left to an fi_write. */
+void mca_btl_ofi_coalesce_direct_done(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
+                                      int status);
+
+/** Such a put was not posted after all. */
+void mca_btl_ofi_coalesce_direct_undo(mca_btl_ofi_module_t *module,
+                                      struct mca_btl_base_endpoint_t *endpoint);
+
+END_C_DECLS
+
+#endif /* MCA_BTL_OFI_COALESCE_H */
