@@ -647,6 +647,10 @@ def parse_args():
                    help="also run btl-ofi as another install's env file names it, as "
                         "configuration NAME beside ours (e.g. a build with other CPPFLAGS)")
     p.add_argument("--out", help="output directory (default results/<timestamp>)")
+    p.add_argument("--ours-variant", action="append", default=[], metavar="NAME:PARAM=VALUE,...",
+                   help="also run btl-ofi with these of its parameters (names after "
+                        "btl_<component>_), as configuration ours-NAME beside ours, e.g. "
+                        "nocoalesce:put_coalesce=0")
     p.add_argument("--timeout", type=int, help="seconds per run (default 30 quick, 300 full); "
                    "a run that times out is not repeated in later repetitions")
     return p.parse_args()
@@ -665,6 +669,15 @@ def select_configs(args, providers, paths, ucx, hosts):
                      f"{other['BTL_OFI_COMPONENT']}, ours is {paths['BTL_OFI_COMPONENT']}")
         configs += [replace(c, name=name, component_path=other["OMPI_MCA_mca_base_component_path"],
                             ours_dir=other["BTL_OFI_COMPONENT_DIR"])
+                    for c in configs if c.name == "ours"]
+    for variant in args.ours_variant:
+        name, _, settings = variant.partition(":")
+        pairs = [kv.partition("=") for kv in settings.split(",") if kv]
+        if not name or not pairs or any(not k or not eq for k, eq, _ in pairs):
+            sys.exit(f"compare.py: --ours-variant {variant!r}: want NAME:PARAM=VALUE[,...]")
+        mca = [x for k, _, v in pairs
+               for x in ("--mca", f"btl_{paths['BTL_OFI_COMPONENT']}_{k}", v)]
+        configs += [replace(c, name=f"ours-{name}", mca=c.mca + mca)
                     for c in configs if c.name == "ours"]
     if hosts:
         configs += compare_net.family_configs(Config, compare_net.families(), net_notes)

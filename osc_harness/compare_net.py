@@ -455,7 +455,7 @@ def targets(stats, check, ratio, vis=None, ref="ours[tcp;ofi_rxm]"):
         key = (metric, op, size)
         low = metric == "lat_us"
         peers = [(c, s[key]["median"]) for c, s in stats.items()
-                 if not c.startswith(("ours[", "raw[")) and s.get(key, {}).get("n")
+                 if not c.startswith(("ours[", "ours-", "raw[")) and s.get(key, {}).get("n")
                  and not (low and stale_rounds(vis.get(c, {})))]
         if not peers:
             continue
