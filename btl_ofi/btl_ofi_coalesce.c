@@ -423,6 +423,8 @@ static void mca_btl_ofi_co_add(mca_btl_ofi_batch_t *batch, const void *data, uin
 
     memcpy(at, &record, sizeof(record));
     memcpy(at + sizeof(record), data, size);
+    /* the padding goes on the wire too: never uninitialised bytes */
+    memset(at + sizeof(record) + size, 0, MCA_BTL_OFI_CO_PAD(size) - size);
     header->bytes += (uint32_t)(sizeof(record) + MCA_BTL_OFI_CO_PAD(size));
     batch->puts[header->count++] = *put;
 }

@@ -138,6 +138,7 @@ Open MPI continues without it.
 #   mr_mode: bogus;  completion: sometimes
 #   progress_batch: 0, 9999, abc;  op_free_list_max: xyz, -5
 #   inject_eagain: lots, 1001;  inject_cq_error: 1.5
+#   put_coalesce: 2, yes;  put_coalesce_max: 0, 1M
 #   FI_PROVIDER=nosuch_provider (environment)
 #   provider net (no 64-bit CAS), a provider needing a declined MR mode, a declined provider
 CASES = {
@@ -170,7 +171,9 @@ CASES = {
            ("progress_batch", "abc", "1", "256"), ("inject_eagain", "1001", "0", "1000"),
            ("inject_eagain", "lots", "0", "1000"), ("op_free_list_max", "-5", "-1", "16777216"),
            ("op_free_list_max", "xyz", "-1", "16777216"),
-           ("inject_cq_error", "1.5", "0", "2147483647")]},
+           ("inject_cq_error", "1.5", "0", "2147483647"), ("put_coalesce", "2", "-1", "1"),
+           ("put_coalesce", "yes", "-1", "1"), ("put_coalesce_max", "0", "1", "4096"),
+           ("put_coalesce_max", "1M", "1", "4096")]},
 }
 
 
