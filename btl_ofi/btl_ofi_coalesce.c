@@ -109,7 +109,8 @@ typedef struct mca_btl_ofi_co_pending_ack_t {
 static OBJ_CLASS_INSTANCE(mca_btl_ofi_co_pending_ack_t, opal_list_item_t, NULL, NULL);
 
 struct mca_btl_ofi_coalesce_t {
-    opal_mutex_t lock; /**< the lists below and every endpoint's batch and co_in_flight */
+    opal_mutex_t lock; /**< the lists below, every endpoint's batch and co_bursty, and
+                            the decisions on its co_in_flight */
     opal_list_t ready; /**< batches to send at the next progress (open ones included) */
     opal_list_t acks;  /**< answers to send again */
     /** batches whose send failed: kept until finalize, since an answer could still name one */
@@ -327,9 +328,9 @@ static void mca_btl_ofi_co_close_batch(mca_btl_ofi_batch_t *batch)
 {
     struct mca_btl_base_endpoint_t *endpoint = batch->endpoint;
 
-    endpoint->co_bursty = batch->msg.header.count > 1 || endpoint->co_in_flight > 0;
+    endpoint->co_bursty = batch->msg.header.count > 1 || atomic_load(&endpoint->co_in_flight) > 0;
     endpoint->batch = NULL;
-    endpoint->co_in_flight++;
+    atomic_fetch_add(&endpoint->co_in_flight, 1);
 }
 
 /* Every put of a batch is done: run their callbacks. */
@@ -337,9 +338,7 @@ static void mca_btl_ofi_co_batch_finish(mca_btl_ofi_module_t *module, mca_btl_of
 {
     struct mca_btl_base_endpoint_t *endpoint = batch->endpoint;
 
-    OPAL_THREAD_LOCK(&module->co->lock);
-    endpoint->co_in_flight--;
-    OPAL_THREAD_UNLOCK(&module->co->lock);
+    atomic_fetch_sub(&endpoint->co_in_flight, 1);
     for (uint32_t i = 0; i < batch->msg.header.count; ++i) {
         const mca_btl_ofi_co_put_t *put = &batch->puts[i];
         int status = batch->status;
@@ -442,8 +441,8 @@ int mca_btl_ofi_coalesce_put(mca_btl_ofi_module_t *module, struct mca_btl_base_e
     OPAL_THREAD_LOCK(&co->lock);
     batch = endpoint->batch;
     /* Nothing in flight to this peer, and no burst lately: an fi_write, tracked. */
-    if (NULL == batch && 0 == endpoint->co_in_flight && !endpoint->co_bursty) {
-        endpoint->co_in_flight++;
+    if (NULL == batch && 0 == atomic_load(&endpoint->co_in_flight) && !endpoint->co_bursty) {
+        atomic_fetch_add(&endpoint->co_in_flight, 1);
         OPAL_THREAD_UNLOCK(&co->lock);
         return OPAL_ERR_NOT_AVAILABLE;
     }
@@ -472,21 +471,6 @@ int mca_btl_ofi_coalesce_put(mca_btl_ofi_module_t *module, struct mca_btl_base_e
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_PUT_BYTES, size);
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_PUTS_GATHERED, 1);
     return OPAL_SUCCESS;
-}
-
-void mca_btl_ofi_coalesce_direct_undo(mca_btl_ofi_module_t *module,
-                                      struct mca_btl_base_endpoint_t *endpoint)
-{
-    OPAL_THREAD_LOCK(&module->co->lock);
-    endpoint->co_in_flight--;
-    OPAL_THREAD_UNLOCK(&module->co->lock);
-}
-
-void mca_btl_ofi_coalesce_direct_done(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
-                                      int status)
-{
-    mca_btl_ofi_coalesce_direct_undo(module, op->endpoint);
-    mca_btl_ofi_op_finish(module, op, status);
 }
 
 /* ---- the target ---------------------------------------------------------- */

@@ -41,23 +41,16 @@ void mca_btl_ofi_coalesce_stop(mca_btl_ofi_module_t *module);
  *
  * @param target (IN) the translated remote address, as fi_write takes it
  * @retval OPAL_SUCCESS gathered: the callback runs when the peer acknowledged it;
- *         OPAL_ERR_NOT_AVAILABLE post it as an fi_write whose completion runs
- *         mca_btl_ofi_coalesce_direct_done (or mca_btl_ofi_coalesce_direct_undo
- *         if posting fails); OPAL_ERR_OUT_OF_RESOURCE try again
+ *         OPAL_ERR_NOT_AVAILABLE post it as an fi_write: endpoint->co_in_flight
+ *         counts it already, so the operation's in_flight must point there
+ *         (releasing the operation counts it down), or the caller counts it
+ *         down if it makes no operation; OPAL_ERR_OUT_OF_RESOURCE try again
  */
 int mca_btl_ofi_coalesce_put(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoint_t *endpoint,
                              void *local_address, uint64_t target, uint64_t key, size_t size,
                              struct mca_btl_base_registration_handle_t *local_handle,
                              mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
                              void *cbdata);
-
-/** Completion handler of a put that mca_btl_ofi_coalesce_put left to an fi_write. */
-void mca_btl_ofi_coalesce_direct_done(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
-                                      int status);
-
-/** Such a put was not posted after all. */
-void mca_btl_ofi_coalesce_direct_undo(mca_btl_ofi_module_t *module,
-                                      struct mca_btl_base_endpoint_t *endpoint);
 
 END_C_DECLS
 

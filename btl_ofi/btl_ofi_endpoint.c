@@ -28,7 +28,7 @@ static void mca_btl_ofi_endpoint_construct(mca_btl_base_endpoint_t *endpoint)
     endpoint->peer_addr = FI_ADDR_NOTAVAIL;
     atomic_store(&endpoint->unproven, false);
     endpoint->batch = NULL;
-    endpoint->co_in_flight = 0;
+    atomic_store(&endpoint->co_in_flight, 0);
     endpoint->co_bursty = false;
 }
 

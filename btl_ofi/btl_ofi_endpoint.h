@@ -26,7 +26,9 @@ struct mca_btl_base_endpoint_t {
     atomic_bool unproven;
     /* btl_ofi_coalesce.c, under its lock: */
     struct mca_btl_ofi_batch_t *batch; /**< puts being gathered for this peer, or NULL */
-    int co_in_flight;                  /**< batches and tracked puts to this peer in flight */
+    /** batches and tracked puts to this peer in flight (counted up under coalescing's
+     *  lock, down when one is done: mca_btl_ofi_op_release for a tracked put) */
+    atomic_int co_in_flight;
     bool co_bursty; /**< the last batch to this peer gathered a burst: gather lone puts too */
 };
 typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;

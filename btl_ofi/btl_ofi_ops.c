@@ -79,7 +79,7 @@ mca_btl_ofi_op_t *mca_btl_ofi_op_alloc(mca_btl_ofi_module_t *module,
     op->words->fetched = 0;
     op->transient = NULL;
     op->parent = NULL;
-    op->co_tracked = false;
+    op->in_flight = NULL;
     atomic_fetch_add(&module->outstanding, 1);
     return op;
 }
@@ -89,6 +89,9 @@ void mca_btl_ofi_op_release(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op)
     if (OPAL_UNLIKELY(NULL != op->transient)) {
         mca_btl_ofi_reg_destroy(op->transient);
         op->transient = NULL;
+    }
+    if (OPAL_UNLIKELY(NULL != op->in_flight)) {
+        atomic_fetch_sub(op->in_flight, 1);
     }
     opal_free_list_return(&module->ops, &op->super);
     atomic_fetch_sub(&module->outstanding, 1);

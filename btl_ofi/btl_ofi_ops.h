@@ -61,8 +61,9 @@ struct mca_btl_ofi_op_t {
     /** a put waiting for its proof: completions still to come (its own and its proof's) */
     atomic_int pending;
     int status; /**< a put waiting for its proof: first error of the two, else OPAL_SUCCESS */
-    /** a put that coalescing counts as in flight to its peer (btl_ofi_coalesce.c) */
-    bool co_tracked;
+    /** a put that coalescing counts as in flight to its peer (btl_ofi_coalesce.c): that
+     *  peer's count, which releasing the operation counts down; else NULL */
+    atomic_int *in_flight;
 };
 OBJ_CLASS_DECLARATION(mca_btl_ofi_op_t);
 

@@ -78,8 +78,6 @@ static int mca_btl_ofi_rma(mca_btl_ofi_module_t *module, const mca_btl_ofi_rma_k
 {
     /* A put without delivery-complete is done only once a read proves it landed. */
     const bool unproven = kind->writes && module->prove_remote;
-    mca_btl_ofi_op_complete_fn_t complete = unproven ? mca_btl_ofi_put_part_done
-                                                     : mca_btl_ofi_op_finish;
     bool tracked = false;
     mca_btl_ofi_op_t *op;
     uint64_t target, key;
@@ -104,36 +102,29 @@ static int mca_btl_ofi_rma(mca_btl_ofi_module_t *module, const mca_btl_ofi_rma_k
         }
         /* nothing in flight to this peer: an fi_write that coalescing keeps track of */
         tracked = true;
-        if (!unproven) {
-            complete = mca_btl_ofi_coalesce_direct_done;
-        }
     }
-    op = mca_btl_ofi_op_alloc(module, complete, endpoint, local_address, local_handle, cbfunc,
-                              cbcontext, cbdata);
+    op = mca_btl_ofi_op_alloc(module, unproven ? mca_btl_ofi_put_part_done : mca_btl_ofi_op_finish,
+                              endpoint, local_address, local_handle, cbfunc, cbcontext, cbdata);
     if (OPAL_UNLIKELY(NULL == op)) {
         if (tracked) {
-            mca_btl_ofi_coalesce_direct_undo(module, endpoint);
+            atomic_fetch_sub(&endpoint->co_in_flight, 1);
         }
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    op->co_tracked = tracked;
+    if (tracked) {
+        op->in_flight = &endpoint->co_in_flight; /* released with the operation */
+    }
     if (unproven) {
         /* not shared with progress before it is posted */
         atomic_store_explicit(&op->pending, 2, memory_order_relaxed);
         op->status = OPAL_SUCCESS;
     }
     if (OPAL_UNLIKELY(!mca_btl_ofi_op_desc(module, op, local_address, size, &desc))) {
-        if (tracked) {
-            mca_btl_ofi_coalesce_direct_undo(module, endpoint);
-        }
         return OPAL_ERROR;
     }
     posted = kind->post(module->ep, local_address, size, desc, endpoint->peer_addr, target, key,
                         &op->fi_ctx);
     rc = mca_btl_ofi_post_result(module, op, posted, kind->name);
-    if (OPAL_UNLIKELY(OPAL_SUCCESS != rc && tracked)) {
-        mca_btl_ofi_coalesce_direct_undo(module, endpoint);
-    }
     if (OPAL_SUCCESS == rc) {
         if (unproven) {
             mca_btl_ofi_put_proof_post(module, op);
@@ -234,11 +225,7 @@ static void mca_btl_ofi_put_part_done(mca_btl_ofi_module_t *module, mca_btl_ofi_
         put->status = status; /* either error fails the put */
     }
     if (1 == atomic_fetch_sub(&put->pending, 1)) {
-        if (put->co_tracked) {
-            mca_btl_ofi_coalesce_direct_done(module, put, put->status);
-        } else {
-            mca_btl_ofi_op_finish(module, put, put->status);
-        }
+        mca_btl_ofi_op_finish(module, put, put->status);
     }
 }
 
