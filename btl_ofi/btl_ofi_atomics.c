@@ -152,9 +152,10 @@ int mca_btl_ofi_atomics_probe(mca_btl_ofi_module_t *module)
         }
     }
 
-    /* osc/rdma needs 64-bit fetch-and-add and compare-and-swap at the very least. */
+    /* osc/rdma needs 64-bit fetch-and-add and compare-and-swap at the very least. Some
+     * providers name FI_ATOMIC without them (net of libfabric 1.17 implements no atomic):
+     * component init passes such a provider over for the next one. */
     if (!caps->cswap[0]) {
-        mca_btl_ofi_decline("atomics-missing", module->info->fabric_attr->prov_name, NULL);
         return OPAL_ERR_NOT_SUPPORTED;
     }
 

@@ -10,7 +10,12 @@
 
 BEGIN_C_DECLS
 
-/** Learn from fi_*atomicvalid what the provider does natively; set btl_atomic_flags. */
+/**
+ * Learn from fi_*atomicvalid what the provider does natively; set btl_atomic_flags.
+ *
+ * @retval OPAL_SUCCESS, or OPAL_ERR_NOT_SUPPORTED (nothing recorded) when the
+ *         endpoint has no 64-bit compare-and-swap
+ */
 int mca_btl_ofi_atomics_probe(mca_btl_ofi_module_t *module);
 
 /**

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "opal/util/argv.h"
 
 #include "btl_ofi_atomics.h"
 #include "btl_ofi_device.h"
@@ -101,33 +102,18 @@ static int mca_btl_ofi_component_finalize_module(struct mca_btl_base_module_t *b
 }
 
 /*
- * A process that declines still returns a module: the reporter, which shows the
- * reason once per job after the modex (btl_ofi_report.h) and carries nothing.
+ * One provider's module, set up and published in the modex. NULL, with the
+ * module finalized (freed), when that failed; *no_cswap says whether it failed
+ * only because the endpoint has no 64-bit compare-and-swap (nothing recorded
+ * then: another provider may serve).
  */
-static mca_btl_base_module_t **
-mca_btl_ofi_component_init(int *num_btls, bool enable_progress_threads, bool enable_mpi_threads)
+static mca_btl_ofi_module_t *mca_btl_ofi_module_setup(struct fi_info *info, bool *no_cswap)
 {
-    mca_btl_ofi_module_t *module;
-    mca_btl_base_module_t **modules;
-    struct fi_info *info;
+    mca_btl_ofi_module_t *module = malloc(sizeof(*module));
+    int rc;
 
-    (void)enable_progress_threads;
-    *num_btls = 0;
-
-    if (!mca_btl_ofi_params_ok()) {
-        return mca_btl_ofi_reporter(&mca_btl_ofi_component.super, num_btls);
-    }
-
-    info = mca_btl_ofi_discover(enable_mpi_threads);
-    if (NULL == info) {
-        return mca_btl_ofi_reporter(&mca_btl_ofi_component.super, num_btls);
-    }
-
-    modules = malloc(sizeof(*modules));
-    module = malloc(sizeof(*module));
-    if (NULL == modules || NULL == module) {
-        free(modules);
-        free(module);
+    *no_cswap = false;
+    if (NULL == module) {
         fi_freeinfo(info);
         return NULL;
     }
@@ -136,15 +122,82 @@ mca_btl_ofi_component_init(int *num_btls, bool enable_progress_threads, bool ena
     module->super.btl_finalize = mca_btl_ofi_component_finalize_module;
     mca_btl_ofi_module_limit_flags(module);
 
-    if (OPAL_SUCCESS != mca_btl_ofi_device_open(module, info) ||
-        OPAL_SUCCESS != mca_btl_ofi_atomics_probe(module) ||
-        OPAL_SUCCESS != mca_btl_ofi_modex_send(module)) {
+    rc = mca_btl_ofi_device_open(module, info);
+    if (OPAL_SUCCESS == rc) {
+        rc = mca_btl_ofi_atomics_probe(module);
+        *no_cswap = OPAL_ERR_NOT_SUPPORTED == rc;
+    }
+    if (OPAL_SUCCESS == rc) {
+        rc = mca_btl_ofi_modex_send(module);
+    }
+    if (OPAL_SUCCESS != rc) {
         /* finalize undoes whatever part of the setup happened, and frees the module */
         mca_btl_ofi_finalize(&module->super);
-        free(modules);
+        return NULL;
+    }
+    return module;
+}
+
+/*
+ * A process that declines still returns a module: the reporter, which shows the
+ * reason once per job after the modex (btl_ofi_report.h) and carries nothing.
+ *
+ * A provider whose endpoint turns out to have no 64-bit compare-and-swap,
+ * though it named FI_ATOMIC, is passed over for the next one discovery offers
+ * (libfabric 1.17 lists "net", which has no atomic at all, before net;ofi_rxm).
+ */
+static mca_btl_base_module_t **
+mca_btl_ofi_component_init(int *num_btls, bool enable_progress_threads, bool enable_mpi_threads)
+{
+    mca_btl_ofi_module_t *module = NULL;
+    mca_btl_base_module_t **modules;
+    char **passed_over = NULL;
+    struct fi_info *info;
+    bool no_cswap = false;
+
+    (void)enable_progress_threads;
+    *num_btls = 0;
+
+    if (!mca_btl_ofi_params_ok()) {
         return mca_btl_ofi_reporter(&mca_btl_ofi_component.super, num_btls);
     }
 
+    while (NULL == module &&
+           NULL != (info = mca_btl_ofi_discover(enable_mpi_threads, passed_over))) {
+        char *name = strdup(info->fabric_attr->prov_name);
+
+        module = mca_btl_ofi_module_setup(info, &no_cswap);
+        if (NULL == module && no_cswap && NULL != name) {
+            opal_output_verbose(10, mca_btl_ofi_output,
+                                MCA_BTL_OFI_LOG "passing over %s: it grants FI_ATOMIC, but its "
+                                                "endpoint has no 64-bit compare-and-swap",
+                                name);
+            opal_argv_append_nosize(&passed_over, name);
+        } else if (NULL == module) {
+            /* the reason is recorded (or memory ran out) */
+            free(name);
+            break;
+        }
+        free(name);
+    }
+    if (NULL == module) {
+        if (no_cswap) {
+            /* every provider left was one of these */
+            char *names = passed_over ? opal_argv_join(passed_over, ',') : NULL;
+            mca_btl_ofi_decline("atomics-missing", names ? names : "(out of memory)", NULL);
+            free(names);
+        }
+        opal_argv_free(passed_over);
+        return mca_btl_ofi_reporter(&mca_btl_ofi_component.super, num_btls);
+    }
+    opal_argv_free(passed_over);
+    mca_btl_ofi_discover_log(module->info);
+
+    modules = malloc(sizeof(*modules));
+    if (NULL == modules) {
+        mca_btl_ofi_finalize(&module->super);
+        return NULL;
+    }
     mca_btl_ofi_component.module = module;
     modules[0] = &module->super;
     *num_btls = 1;

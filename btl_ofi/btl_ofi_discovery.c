@@ -251,6 +251,8 @@ static bool mca_btl_ofi_list_names(char **list, const char *prov_name, bool any_
 typedef struct mca_btl_ofi_filter_t {
     char **include;
     char **exclude;
+    /** providers already opened and found without a 64-bit compare-and-swap (exact names) */
+    char **passed_over;
 } mca_btl_ofi_filter_t;
 
 /*
@@ -273,7 +275,7 @@ static bool mca_btl_ofi_wanted(const mca_btl_ofi_filter_t *filter, const struct 
 {
     const char *name = info->fabric_attr->prov_name;
 
-    if (NULL != mca_btl_ofi_quirk(info)) {
+    if (NULL != mca_btl_ofi_quirk(info) || mca_btl_ofi_in_list(filter->passed_over, name)) {
         return false;
     }
     if (filter->include) {
@@ -457,6 +459,20 @@ static void mca_btl_ofi_explain(const mca_btl_ofi_filter_t *filter, const struct
         mca_btl_ofi_completion_setting(), fi_provider ? fi_provider : "(not set)", NULL);
 }
 
+void mca_btl_ofi_discover_log(const struct fi_info *info)
+{
+    char mode[128];
+
+    opal_output_verbose(10, mca_btl_ofi_output,
+                        MCA_BTL_OFI_LOG "selected provider %s (fabric %s, domain %s), mr_mode %s, "
+                                        "key size %zu, completion %s%s",
+                        info->fabric_attr->prov_name, info->fabric_attr->name,
+                        info->domain_attr->name,
+                        mca_btl_ofi_mr_mode_str(info->domain_attr->mr_mode, mode, sizeof(mode)),
+                        info->domain_attr->mr_key_size, mca_btl_ofi_completion_name(info),
+                        (info->caps & FI_HMEM) ? ", FI_HMEM (system memory only)" : "");
+}
+
 const char *mca_btl_ofi_completion_name(const struct fi_info *info)
 {
     if (info->tx_attr->op_flags & FI_DELIVERY_COMPLETE) {
@@ -570,12 +586,11 @@ static struct fi_info *mca_btl_ofi_select(const mca_btl_ofi_filter_t *filter,
     }
 }
 
-struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads)
+struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads, char **passed_over)
 {
     const mca_btl_ofi_ask_t all_modes = {.mr_mode = MCA_BTL_OFI_MR_ALL};
-    mca_btl_ofi_filter_t filter = {NULL, NULL};
+    mca_btl_ofi_filter_t filter = {NULL, NULL, passed_over};
     struct fi_info *all = NULL, *chosen = NULL;
-    char mode[128];
 
     if (mca_btl_ofi_params.provider_include && *mca_btl_ofi_params.provider_include &&
         mca_btl_ofi_params.provider_exclude && *mca_btl_ofi_params.provider_exclude) {
@@ -599,18 +614,14 @@ struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads)
 
     chosen = mca_btl_ofi_select(&filter, enable_mpi_threads);
     if (NULL == chosen) {
-        mca_btl_ofi_explain(&filter, all);
+        if (NULL == passed_over) {
+            mca_btl_ofi_explain(&filter, all);
+        }
         goto out;
     }
 
-    opal_output_verbose(10, mca_btl_ofi_output,
-                        MCA_BTL_OFI_LOG "selected provider %s (fabric %s, domain %s), mr_mode %s, "
-                                        "key size %zu, completion %s%s",
-                        chosen->fabric_attr->prov_name, chosen->fabric_attr->name,
-                        chosen->domain_attr->name,
-                        mca_btl_ofi_mr_mode_str(chosen->domain_attr->mr_mode, mode, sizeof(mode)),
-                        chosen->domain_attr->mr_key_size, mca_btl_ofi_completion_name(chosen),
-                        (chosen->caps & FI_HMEM) ? ", FI_HMEM (system memory only)" : "");
+    opal_output_verbose(20, mca_btl_ofi_output, MCA_BTL_OFI_LOG "trying provider %s",
+                        chosen->fabric_attr->prov_name);
 out:
     fi_freeinfo(all);
     opal_argv_free(filter.include);

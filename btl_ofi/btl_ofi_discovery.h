@@ -14,10 +14,15 @@ BEGIN_C_DECLS
  * Choose a libfabric provider according to the MCA parameters.
  *
  * @param enable_mpi_threads (IN) whether MPI_THREAD_MULTIPLE was requested
- * @retval a duplicated fi_info the caller frees with fi_freeinfo, or NULL
- *         after recording why nothing qualifies (mca_btl_ofi_decline)
+ * @param passed_over (IN) exact provider names to leave out: ones already
+ *                    opened and found without a 64-bit compare-and-swap
+ *                    (NULL for none)
+ * @retval a duplicated fi_info the caller frees with fi_freeinfo, or NULL:
+ *         with passed_over NULL after recording why nothing qualifies
+ *         (mca_btl_ofi_decline); with passed_over set, nothing is recorded
+ *         when only they qualified (the caller says why)
  */
-struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads);
+struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads, char **passed_over);
 
 /**
  * Parse btl_ofi_mr_mode: "none", a comma list of virt_addr/prov_key/allocated,
@@ -26,6 +31,13 @@ struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads);
  * @retval OPAL_SUCCESS with *mask set, or OPAL_ERR_BAD_PARAM (mask untouched)
  */
 int mca_btl_ofi_mr_mode_parse(const char *text, uint64_t *mask);
+
+/**
+ * The verbose line (level 10) that names the provider in use and its terms:
+ * "selected provider P (fabric F, domain D), mr_mode M, key size K,
+ * completion C", printed once a module works on it.
+ */
+void mca_btl_ofi_discover_log(const struct fi_info *info);
 
 /** "delivery", "read_proof" or "local ...": how flush proves completion with this info. */
 const char *mca_btl_ofi_completion_name(const struct fi_info *info);

@@ -113,8 +113,9 @@ class LaunchCache:
 
     def provider_status(self, provider):
         """Preflight, once per provider: does btl-ofi carry a Put on it, or does
-        it decline it with a reason? ("selected provider" alone proves nothing:
-        the component logs it before its atomics probe may still refuse.)
+        it decline it with a reason, or pass it over for the next provider
+        (a provider naming FI_ATOMIC without a 64-bit compare-and-swap: plain
+        net of libfabric 1.17, whose name also stands for net;ofi_rxm)?
         Open MPI's show_help delivery loses messages now and then (measured
         with stock components too), so an unexplained refusal is retried, at
         most 3 times."""
@@ -135,6 +136,12 @@ class LaunchCache:
                 reason = outcome.declined_by_design(launch, probe)
                 if reason:
                     status = ("declined", f"declined by design: {reason}")
+                    break
+                why = outcome.passed_over(launch).get(provider)
+                if why and provider not in matrix.NAMED_PROVIDERS:
+                    used = sorted({p for p, *_ in outcome.selections(launch)}) or ["none"]
+                    status = ("declined", f"refused: passed over ({why}); btl-ofi used "
+                                          f"{', '.join(used)} instead")
                     break
                 messages = outcome.our_messages(launch)
                 if messages and provider not in matrix.NAMED_PROVIDERS:

@@ -83,6 +83,14 @@ def _selections(launch):
     return out
 
 
+def passed_over(launch):
+    """{provider: why} for each provider our component opened and passed over
+    for the next one (verbose "passing over P: why", on any rank)."""
+    pat = re.compile(rf"btl:{re.escape(launcher.component_name())}: passing over "
+                     r"(?P<provider>\S+): (?P<why>.+)$", re.M)
+    return {m["provider"]: m["why"].strip() for m in pat.finditer(launch.stderr)}
+
+
 def our_messages(launch):
     """Text of the btl-ofi help messages in the job's output."""
     return _memo(launch, "messages", lambda: _our_messages(launch))
@@ -240,7 +248,8 @@ def declined_verdict(group, reason):
     """A matrix row whose provider btl-ofi will not serve. Providers it declines
     by design are kept out of the matrix (matrix.DECLINED), so one here is a
     failure; a provider the project does not name that it refuses with a reason
-    (conftest's preflight, --provider all) is a skip."""
+    or passes over for the next one (conftest's preflight, --provider all) is
+    a skip."""
     if reason.startswith("refused: "):
         return Verdict("skip", f"btl-ofi does not serve {group.provider}: {reason}")
     return Verdict("fail", f"btl-ofi declines {group.provider}, a provider of the matrix: "
