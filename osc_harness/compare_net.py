@@ -53,7 +53,7 @@ EXIT_CANNOT = 77
 NET_MODE = {
     "lat_sizes": "8,64,512,4096,32768,262144,1048576",
     "bw_sizes": "4096,16384,65536,262144,1048576,4194304", "rate_sizes": "8",
-    "lat_iters": "2000", "bw_iters": "100", "rate_iters": "200", "budget": "64M",
+    "lat_iters": "2000", "bw_iters": "100", "rate_iters": "2000", "budget": "64M",
     "benches": ["latency", "bw", "msgrate"],
 }
 # A run is a network run only if every host it used sent at least this many packets.
