@@ -162,27 +162,25 @@ mca_btl_ofi_component_init(int *num_btls, bool enable_progress_threads, bool ena
         return mca_btl_ofi_reporter(&mca_btl_ofi_component.super, num_btls);
     }
 
-    while (NULL == module &&
-           NULL != (info = mca_btl_ofi_discover(enable_mpi_threads, passed_over))) {
+    while (NULL != (info = mca_btl_ofi_discover(enable_mpi_threads, passed_over))) {
         char *name = strdup(info->fabric_attr->prov_name);
 
         module = mca_btl_ofi_module_setup(info, &no_cswap);
-        if (NULL == module && no_cswap && NULL != name) {
-            opal_output_verbose(10, mca_btl_ofi_output,
-                                MCA_BTL_OFI_LOG "passing over %s: it grants FI_ATOMIC, but its "
-                                                "endpoint has no 64-bit compare-and-swap",
-                                name);
-            opal_argv_append_nosize(&passed_over, name);
-        } else if (NULL == module) {
-            /* the reason is recorded (or memory ran out) */
+        if (NULL != module || !no_cswap || NULL == name) {
+            /* done, or declined with its reason recorded (or out of memory) */
             free(name);
             break;
         }
+        opal_output_verbose(10, mca_btl_ofi_output,
+                            MCA_BTL_OFI_LOG "passing over %s: it grants FI_ATOMIC, but its "
+                                            "endpoint has no 64-bit compare-and-swap",
+                            name);
+        opal_argv_append_nosize(&passed_over, name);
         free(name);
     }
     if (NULL == module) {
         if (no_cswap) {
-            /* every provider left was one of these */
+            /* the last provider tried, and every one before it, had no compare-and-swap */
             char *names = passed_over ? opal_argv_join(passed_over, ',') : NULL;
             mca_btl_ofi_decline("atomics-missing", names ? names : "(out of memory)", NULL);
             free(names);
