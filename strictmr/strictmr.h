@@ -35,8 +35,12 @@
 /* What we let the core ask of us: we register and address for it ourselves. */
 #define STRICTMR_CORE_MR_MODES (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY)
 #define STRICTMR_CAPS                                                                              \
-    (FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_LOCAL_COMM |  \
-     FI_REMOTE_COMM)
+    (FI_MSG | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ |       \
+     FI_REMOTE_WRITE | FI_LOCAL_COMM | FI_REMOTE_COMM)
+/* What we ask the core for when the caller names none of these (fi_info without -c). */
+#define STRICTMR_DEFAULT_CAPS (FI_MSG | FI_RMA | FI_ATOMIC)
+/* Asked for in hints, these get no info. */
+#define STRICTMR_REFUSED_CAPS (FI_TAGGED | FI_RMA_EVENT | FI_COLLECTIVE)
 
 extern struct fi_provider strictmr_prov;
 
@@ -231,7 +235,9 @@ enum strictmr_op {
     STRICTMR_OP_READ,
     STRICTMR_OP_ATOMIC,
     STRICTMR_OP_FETCH,
-    STRICTMR_OP_COMPARE
+    STRICTMR_OP_COMPARE,
+    STRICTMR_OP_SEND, /* messages name no target MR: only their local buffers are checked */
+    STRICTMR_OP_RECV
 };
 
 /* The local buffers of one operation: data, result, compare. */
@@ -244,14 +250,15 @@ struct strictmr_local_set {
 struct strictmr_xfer {
     enum strictmr_op op;
     struct strictmr_local_set local[3];
-    fi_addr_t peer;
-    const struct fi_rma_iov *rma;
+    fi_addr_t peer;               /* RMA and atomics only */
+    const struct fi_rma_iov *rma; /* RMA and atomics only */
     size_t rma_count;
     void *context;
 };
 
-/* 0: passes, core_rma holds the core's keys and addresses; 1: a violation was
- * reported as an error completion; < 0: an error to return to the caller. */
+/* 0: passes, core_rma (RMA and atomics) holds the core's keys and addresses; 1: a violation was
+ * reported as an error completion (a receive's on the receive CQ); < 0: an error to return to
+ * the caller. */
 int strictmr_xfer_check(struct strictmr_ep *ep, const struct strictmr_xfer *x,
                         struct fi_rma_iov *core_rma);
 /* What a data call returns for strictmr_xfer_check's answer when it does not reach the core:

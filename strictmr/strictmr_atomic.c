@@ -181,7 +181,8 @@ static int msg_check(struct strictmr_ep *ep, enum strictmr_op op, const struct f
         .rma = msg->rma_iov,
         .rma_count = msg->rma_iov_count,
         .context = msg->context};
-    int ret = atomic_check(ep, &a, core);
+    /* an inject skips the desc checks, not the limit: the core gets our desc array */
+    int ret = msg->iov_count > STRICTMR_IOV_LIMIT ? -FI_EINVAL : atomic_check(ep, &a, core);
 
     *copy = *msg;
     copy->desc = nodesc;

@@ -50,7 +50,11 @@ static struct fi_info *core_hints(const struct fi_info *hints)
     free(core->fabric_attr->prov_name);
     core->fabric_attr->prov_name =
         hints && hints->fabric_attr ? strictmr_core_prov_name(hints->fabric_attr->prov_name) : NULL;
-    core->caps = (core->caps & STRICTMR_CAPS) | FI_RMA | FI_ATOMIC;
+    core->caps &= STRICTMR_CAPS;
+    if (!(core->caps & STRICTMR_DEFAULT_CAPS)) {
+        core->caps |= STRICTMR_DEFAULT_CAPS;
+    }
+    core->caps |= FI_RMA | FI_ATOMIC;
     core->ep_attr->type = FI_EP_RDM;
     core->domain_attr->mr_mode = STRICTMR_CORE_MR_MODES;
     core->domain_attr->mr_key_size = 0;
@@ -71,7 +75,7 @@ static bool hints_accept(uint32_t version, const struct fi_info *hints)
     if (!hints) {
         return true;
     }
-    if (hints->caps & ~STRICTMR_CAPS & (FI_MSG | FI_TAGGED | FI_RMA_EVENT | FI_COLLECTIVE)) {
+    if (hints->caps & STRICTMR_REFUSED_CAPS) {
         return false;
     }
     if (hints->ep_attr && hints->ep_attr->type != FI_EP_UNSPEC &&
@@ -118,6 +122,7 @@ static struct fi_info *layered_info(const struct fi_info *core)
     info->domain_attr->av_type = FI_AV_TABLE;
     info->tx_attr->iov_limit = min_size(info->tx_attr->iov_limit, STRICTMR_IOV_LIMIT);
     info->tx_attr->rma_iov_limit = min_size(info->tx_attr->rma_iov_limit, STRICTMR_IOV_LIMIT);
+    info->rx_attr->iov_limit = min_size(info->rx_attr->iov_limit, STRICTMR_IOV_LIMIT);
     return info;
 }
 

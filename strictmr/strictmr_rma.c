@@ -58,6 +58,10 @@ static int check_msg(struct strictmr_ep *ep, enum strictmr_op op, const struct f
 {
     size_t local = flags & FI_INJECT ? 0 : msg->iov_count;
 
+    /* an inject skips the desc checks, not the limit: the core gets our desc array */
+    if (msg->iov_count > STRICTMR_IOV_LIMIT) {
+        return -FI_EINVAL;
+    }
     return check_rma(ep, op, msg->msg_iov, msg->desc, local, msg->addr, msg->rma_iov,
                      msg->rma_iov_count, msg->context, core);
 }

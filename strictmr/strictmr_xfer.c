@@ -1,16 +1,17 @@
 /*
- * Checks of one RMA or atomic transfer before it reaches the core: the local
- * descs (FI_MR_LOCAL), then every remote segment against the target's MR
- * table, which also yields the core's key and address for it. A violation
- * becomes an error completion on the endpoint's transmit CQ, as a NIC would
- * report it.
+ * Checks of one transfer before it reaches the core: the local descs
+ * (FI_MR_LOCAL), then, for RMA and atomics, every remote segment against the
+ * target's MR table, which also yields the core's key and address for it.
+ * A send or receive has only the first part. A violation becomes an error
+ * completion on the endpoint's transmit CQ (a receive's on its receive CQ),
+ * as a NIC would report it.
  */
 #include <string.h>
 
 #include "strictmr.h"
 
 static const struct {
-    uint64_t remote_access; /* what the target MR must allow */
+    uint64_t remote_access; /* what the target MR must allow; 0: no target MR (messages) */
     uint64_t cq_flags;      /* the error completion's flags */
 } op_desc[] = {
     [STRICTMR_OP_WRITE] = {.remote_access = FI_REMOTE_WRITE, .cq_flags = FI_RMA | FI_WRITE},
@@ -20,6 +21,8 @@ static const struct {
                            .cq_flags = FI_ATOMIC | FI_READ},
     [STRICTMR_OP_COMPARE] = {.remote_access = FI_REMOTE_READ | FI_REMOTE_WRITE,
                              .cq_flags = FI_ATOMIC | FI_READ},
+    [STRICTMR_OP_SEND] = {.cq_flags = FI_MSG | FI_SEND},
+    [STRICTMR_OP_RECV] = {.cq_flags = FI_MSG | FI_RECV},
 };
 
 static const char *const local_role[] = {"data", "result", "compare"};
@@ -193,16 +196,17 @@ static int remote_checks(struct strictmr_ep *ep, const struct strictmr_xfer *x,
 int strictmr_xfer_check(struct strictmr_ep *ep, const struct strictmr_xfer *x,
                         struct fi_rma_iov *core_rma)
 {
+    struct strictmr_cq *cq = x->op == STRICTMR_OP_RECV ? ep->rx_cq : ep->tx_cq;
     int err = local_checks(ep, x);
 
-    if (!err) {
+    if (!err && op_desc[x->op].remote_access) {
         err = remote_checks(ep, x, core_rma);
     }
     if (!err) {
         return 0;
     }
-    if (!ep->tx_cq) {
+    if (!cq) {
         return -err;
     }
-    return strictmr_cq_raise(ep->tx_cq, x->context, op_desc[x->op].cq_flags, err) ?: 1;
+    return strictmr_cq_raise(cq, x->context, op_desc[x->op].cq_flags, err) ?: 1;
 }

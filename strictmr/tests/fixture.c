@@ -26,8 +26,10 @@ int side_endpoint(struct fixture *f, struct side *s)
         return fail("fi_endpoint", ret);
     if ((ret = fi_ep_bind(s->ep, &s->av->fid, 0)))
         return fail("fi_ep_bind(av)", ret);
-    if ((ret = fi_ep_bind(s->ep, &s->cq->fid, FI_TRANSMIT | FI_RECV)))
+    if ((ret = fi_ep_bind(s->ep, &s->cq->fid, FI_TRANSMIT | (s->rx_cq ? 0 : FI_RECV))))
         return fail("fi_ep_bind(cq)", ret);
+    if (s->rx_cq && (ret = fi_ep_bind(s->ep, &s->rx_cq->fid, FI_RECV)))
+        return fail("fi_ep_bind(rx_cq)", ret);
     if ((ret = fi_enable(s->ep)))
         return fail("fi_enable", ret);
     return 0;
@@ -35,7 +37,7 @@ int side_endpoint(struct fixture *f, struct side *s)
 
 static int side_open(struct fixture *f, struct side *s)
 {
-    struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_CONTEXT};
+    struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_DATA};
     struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
     int ret;
 
@@ -66,7 +68,7 @@ static struct fi_info *make_hints(const char *prov_name)
 
     if (!hints)
         return NULL;
-    hints->caps = FI_RMA | FI_ATOMIC;
+    hints->caps = FI_MSG | FI_RMA | FI_ATOMIC;
     hints->ep_attr->type = FI_EP_RDM;
     hints->domain_attr->mr_mode = ALL_MR_MODES;
     hints->domain_attr->av_type = FI_AV_TABLE;
@@ -135,36 +137,61 @@ static long now_ms(void)
 
 void fixture_progress(struct fixture *f)
 {
-    struct fi_cq_entry discard;
+    struct fi_cq_data_entry discard;
 
     (void)fi_cq_read(f->b.cq, &discard, 1);
     (void)fi_cq_read(f->a.cq, &discard, 0);
 }
 
-int fixture_wait(struct fixture *f, struct outcome *out)
+/* One completion of s's, if there is one: 1 taken, 0 none yet, < 0 the CQ failed. */
+static int take_completion(struct side *s, struct outcome *out)
 {
-    struct fi_cq_entry entry, discard;
+    struct fi_cq_data_entry entry;
     struct fi_cq_err_entry err = {0};
+    ssize_t ret = fi_cq_read(s->cq, &entry, 1);
+
+    if (ret == 1) {
+        out->context = entry.op_context;
+        out->flags = entry.flags;
+        out->len = entry.len;
+    } else if (ret == -FI_EAVAIL) {
+        ret = fi_cq_readerr(s->cq, &err, 0);
+        out->cq_err = ret == 1 ? err.err : -FI_EOTHER;
+        out->context = err.op_context;
+        out->flags = err.flags;
+        out->len = err.len;
+    } else {
+        return ret == -FI_EAGAIN ? 0 : fail("fi_cq_read", (int)ret);
+    }
+    out->waited = true;
+    return 1;
+}
+
+/* Waits on s, reading up to other_take completions of the other side's per round to drive it. */
+static int wait_side(struct fixture *f, struct side *s, size_t other_take, struct outcome *out)
+{
+    struct side *other = s == &f->a ? &f->b : &f->a;
+    struct fi_cq_data_entry discard;
     long deadline = now_ms() + WAIT_MS;
-    ssize_t ret;
+    int ret;
 
     while (now_ms() < deadline) {
-        ret = fi_cq_read(f->a.cq, &entry, 1);
-        if (ret == 1) {
-            out->waited = true;
-            return 0;
-        }
-        if (ret == -FI_EAVAIL) {
-            ret = fi_cq_readerr(f->a.cq, &err, 0);
-            out->waited = true;
-            out->cq_err = ret == 1 ? err.err : -FI_EOTHER;
-            return 0;
-        }
-        if (ret != -FI_EAGAIN)
-            return fail("fi_cq_read", (int)ret);
-        (void)fi_cq_read(f->b.cq, &discard, 1);
+        ret = take_completion(s, out);
+        if (ret)
+            return ret < 0 ? ret : 0;
+        (void)fi_cq_read(other->cq, &discard, other_take);
     }
     return -FI_ETIMEDOUT;
+}
+
+int fixture_wait(struct fixture *f, struct outcome *out)
+{
+    return wait_side(f, &f->a, 1, out);
+}
+
+int fixture_wait_on(struct fixture *f, struct side *s, struct outcome *out)
+{
+    return wait_side(f, s, 0, out);
 }
 
 int mr_open(struct fixture *f, struct side *s, void *buf, size_t len, uint64_t access,

@@ -1,7 +1,7 @@
 /*
  * The strictmr test fixture: one process, two domains on one fabric (an
- * initiator side "a" and a target side "b"), each with a CQ, an AV holding
- * both endpoints' addresses, and an enabled endpoint.
+ * initiator side "a" and a target side "b"), each with a CQ (FI_CQ_FORMAT_DATA),
+ * an AV holding both endpoints' addresses, and an enabled endpoint.
  */
 #ifndef STRICTMR_TEST_FIXTURE_H
 #define STRICTMR_TEST_FIXTURE_H
@@ -25,6 +25,7 @@
 struct side {
     struct fid_domain *domain;
     struct fid_cq *cq;
+    struct fid_cq *rx_cq; /* receives complete here if set, else on cq */
     struct fid_av *av;
     struct fid_ep *ep;
     fi_addr_t peer; /* the other side's address in this side's AV */
@@ -44,6 +45,10 @@ struct outcome {
     int ret;     /* the call's return value */
     int cq_err;  /* 0: completed fine; else the error completion's err */
     bool waited; /* a completion was expected and seen */
+    /* The completion's op_context, flags and len, error or not. */
+    void *context;
+    uint64_t flags;
+    size_t len;
 };
 
 int fixture_open(struct fixture *f, const char *prov_name);
@@ -63,8 +68,11 @@ void fixture_progress(struct fixture *f);
             fixture_progress(f);                                                                   \
         (int)post_ret_;                                                                            \
     })
-/* Waits for one completion on a's CQ, driving b's progress too. */
+/* Waits for one completion on a's CQ, driving b's progress too (b's completions are dropped). */
 int fixture_wait(struct fixture *f, struct outcome *out);
+/* Waits for one completion on s's CQ, driving the other side's progress but leaving its
+ * completions queued. */
+int fixture_wait_on(struct fixture *f, struct side *s, struct outcome *out);
 
 /* An MR on a side, bound and enabled on that side's endpoint as FI_MR_ENDPOINT asks. */
 int mr_open(struct fixture *f, struct side *s, void *buf, size_t len, uint64_t access,
