@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "btl_ofi_endpoint.h"
+#include "btl_ofi_locate.h"
 #include "btl_ofi_mr.h"
 #include "btl_ofi_ops.h"
 #include "btl_ofi_params.h"
@@ -335,14 +336,15 @@ static int mca_btl_ofi_atomic_begin(mca_btl_ofi_module_t *module,
                                     void *local_address,
                                     struct mca_btl_base_registration_handle_t *local_handle,
                                     mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
-                                    void *cbdata, uint64_t *target, mca_btl_ofi_op_t **op)
+                                    void *cbdata, mca_btl_ofi_target_t *target,
+                                    mca_btl_ofi_op_t **op)
 {
     int dt = mca_btl_ofi_dt_index(flags);
+    int rc = mca_btl_ofi_remote_target(module, endpoint, remote_handle, remote_address,
+                                       mca_btl_ofi_dt_size(dt), target);
 
-    if (OPAL_UNLIKELY(!mca_btl_ofi_args_ok(endpoint, remote_handle) ||
-                      OPAL_SUCCESS != mca_btl_ofi_remote_addr(module, remote_handle, remote_address,
-                                                              mca_btl_ofi_dt_size(dt), target))) {
-        return OPAL_ERR_BAD_PARAM;
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
+        return rc;
     }
     if (OPAL_UNLIKELY(mca_btl_ofi_inject_eagain())) {
         return OPAL_ERR_OUT_OF_RESOURCE;
@@ -374,8 +376,8 @@ static int mca_btl_ofi_atomic(mca_btl_ofi_module_t *module,
     const bool fetching = NULL != local_address;
     const bool as_fetch = fetching || module->atomics.nofetch_as_fetch;
     const int dt = mca_btl_ofi_dt_index(flags);
+    mca_btl_ofi_target_t target;
     mca_btl_ofi_op_t *op;
-    uint64_t target;
     ssize_t rc;
 
     if (OPAL_UNLIKELY(!mca_btl_ofi_op_known(mca_op))) {
@@ -389,8 +391,8 @@ static int mca_btl_ofi_atomic(mca_btl_ofi_module_t *module,
     }
     if (!(module->atomics.native[mca_op][dt] &
           (as_fetch ? MCA_BTL_OFI_NATIVE_FOP : MCA_BTL_OFI_NATIVE_OP))) {
-        return mca_btl_ofi_emulate(module, op, mca_op, dt, fetching, operand, target,
-                                   remote_handle->key);
+        return mca_btl_ofi_emulate(module, op, mca_op, dt, fetching, operand, target.addr,
+                                   target.key);
     }
 
     op->words->operand = operand;
@@ -402,14 +404,14 @@ static int mca_btl_ofi_atomic(mca_btl_ofi_module_t *module,
         }
         /* the fetched result is its own proof of remote completion */
         rc = fi_fetch_atomic(module->ep, &op->words->operand, 1, op->words_desc, result, desc,
-                             endpoint->peer_addr, target, remote_handle->key,
+                             endpoint->peer_addr, target.addr, target.key,
                              mca_btl_ofi_atomic_dt[dt], mca_btl_ofi_atomic_table[mca_op].fi_op,
                              &op->fi_ctx);
     } else {
         /* Its completion says nothing about the target: flush proves it (prove_remote). */
         atomic_store_explicit(&endpoint->unproven, true, memory_order_relaxed);
         rc = fi_atomic(module->ep, &op->words->operand, 1, op->words_desc, endpoint->peer_addr,
-                       target, remote_handle->key, mca_btl_ofi_atomic_dt[dt],
+                       target.addr, target.key, mca_btl_ofi_atomic_dt[dt],
                        mca_btl_ofi_atomic_table[mca_op].fi_op, &op->fi_ctx);
     }
     return mca_btl_ofi_post_result(module, op, rc, as_fetch ? "fi_fetch_atomic" : "fi_atomic");
@@ -451,8 +453,8 @@ int mca_btl_ofi_acswap(struct mca_btl_base_module_t *btl, struct mca_btl_base_en
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *)btl;
     const int dt = mca_btl_ofi_dt_index(flags & MCA_BTL_ATOMIC_FLAG_32BIT);
+    mca_btl_ofi_target_t target;
     mca_btl_ofi_op_t *op;
-    uint64_t target;
     void *desc;
     ssize_t rc;
 
@@ -478,7 +480,7 @@ int mca_btl_ofi_acswap(struct mca_btl_base_module_t *btl, struct mca_btl_base_en
     op->words->compare = compare;
     rc = fi_compare_atomic(module->ep, &op->words->operand, 1, op->words_desc,
                            &op->words->compare, op->words_desc, local_address, desc,
-                           endpoint->peer_addr, target, remote_handle->key,
+                           endpoint->peer_addr, target.addr, target.key,
                            mca_btl_ofi_atomic_dt[dt], FI_CSWAP, &op->fi_ctx);
     return mca_btl_ofi_post_result(module, op, rc, "fi_compare_atomic");
 }

@@ -36,11 +36,10 @@
 #include "opal/class/opal_list.h"
 
 #include "btl_ofi_endpoint.h"
+#include "btl_ofi_msg.h"
 #include "btl_ofi_params.h"
 #include "btl_ofi_pvar.h"
 
-#define MCA_BTL_OFI_CO_MAGIC_BATCH UINT32_C(0x62746f62) /* "btob" */
-#define MCA_BTL_OFI_CO_MAGIC_ACK UINT32_C(0x62746f61)   /* "btoa" */
 /* Record bytes in one batch, the most puts in one, and receive buffers posted. */
 #define MCA_BTL_OFI_CO_BYTES 8192
 #define MCA_BTL_OFI_CO_RECORDS 256
@@ -50,12 +49,10 @@
 
 /* The wire: a header, then count records, each followed by its data padded to 8 bytes. */
 typedef struct mca_btl_ofi_co_header_t {
-    uint32_t magic;
+    mca_btl_ofi_msg_header_t msg; /**< MCA_BTL_OFI_MSG_PUTS */
     uint32_t count;
+    uint32_t bytes;  /**< record bytes after this header */
     uint64_t cookie; /**< the origin's batch, returned in the answer */
-    opal_process_name_t origin;
-    uint32_t bytes; /**< record bytes after the header */
-    uint32_t reserved;
 } mca_btl_ofi_co_header_t;
 
 typedef struct mca_btl_ofi_co_record_t {
@@ -66,8 +63,9 @@ typedef struct mca_btl_ofi_co_record_t {
 } mca_btl_ofi_co_record_t;
 
 typedef struct mca_btl_ofi_co_ack_t {
-    uint32_t magic;
-    uint32_t refused; /**< records the target refused (bad key or out of bounds) */
+    mca_btl_ofi_msg_header_t msg; /**< MCA_BTL_OFI_MSG_PUTS_DONE */
+    uint32_t refused;             /**< records the target refused (bad key or out of bounds) */
+    uint32_t reserved;
     uint64_t cookie;
     uint64_t refused_bits[MCA_BTL_OFI_CO_RECORDS / 64];
 } mca_btl_ofi_co_ack_t;
@@ -100,29 +98,17 @@ typedef struct mca_btl_ofi_batch_t {
 } mca_btl_ofi_batch_t;
 static OBJ_CLASS_INSTANCE(mca_btl_ofi_batch_t, opal_list_item_t, NULL, NULL);
 
-/* An answer whose fi_inject met -FI_EAGAIN. */
-typedef struct mca_btl_ofi_co_pending_ack_t {
-    opal_list_item_t super;
-    struct mca_btl_base_endpoint_t *endpoint;
-    mca_btl_ofi_co_ack_t ack;
-} mca_btl_ofi_co_pending_ack_t;
-static OBJ_CLASS_INSTANCE(mca_btl_ofi_co_pending_ack_t, opal_list_item_t, NULL, NULL);
-
 struct mca_btl_ofi_coalesce_t {
     opal_mutex_t lock; /**< the lists below, every endpoint's batch and co_bursty, and
                             the decisions on its co_in_flight */
     opal_list_t ready; /**< batches to send at the next progress (open ones included) */
-    opal_list_t acks;  /**< answers to send again */
     /** batches whose send failed: kept until finalize, since an answer could still name one */
     opal_list_t dead;
-    bool inject_ack; /**< answers fit the provider's inject size */
-    mca_btl_ofi_op_t *recvs[MCA_BTL_OFI_CO_RECVS];
-    char *recv_bufs;
 };
 
 /* ---- setup ------------------------------------------------------------- */
 
-static bool mca_btl_ofi_co_wanted(const struct fi_info *info)
+bool mca_btl_ofi_coalesce_wanted(const struct fi_info *info)
 {
     const char *name = info->fabric_attr->prov_name;
 
@@ -133,66 +119,31 @@ static bool mca_btl_ofi_co_wanted(const struct fi_info *info)
     return 3 == strcspn(name, ";") && 0 == strncmp(name, "tcp", 3);
 }
 
-bool mca_btl_ofi_coalesce_prepare(struct fi_info **info)
+size_t mca_btl_ofi_coalesce_message_size(void)
 {
-    struct fi_info *hints, *found = NULL;
-    uint32_t version;
-    int rc;
-
-    if (!mca_btl_ofi_co_wanted(*info)) {
-        return false;
-    }
-    hints = fi_dupinfo(*info);
-    if (NULL == hints) {
-        return false;
-    }
-    /* With FI_READ and FI_WRITE named, FI_SEND and FI_RECV are not implied. */
-    hints->caps |= FI_MSG | FI_SEND | FI_RECV;
-    version = (hints->caps & FI_HMEM) ? MCA_BTL_OFI_FI_VERSION_HMEM : MCA_BTL_OFI_FI_VERSION;
-    rc = fi_getinfo(version, NULL, NULL, 0, hints, &found);
-    fi_freeinfo(hints);
-    if (0 != rc || NULL == found ||
-        0 != strcmp(found->fabric_attr->prov_name, (*info)->fabric_attr->prov_name)) {
-        opal_output_verbose(1, mca_btl_ofi_output,
-                            MCA_BTL_OFI_LOG "puts are not coalesced: %s grants no FI_MSG beside "
-                                            "what btl-ofi uses (%s)",
-                            (*info)->fabric_attr->prov_name,
-                            rc ? fi_strerror(-rc) : "another provider");
-        fi_freeinfo(found);
-        return false;
-    }
-    fi_freeinfo(found->next);
-    found->next = NULL;
-    fi_freeinfo(*info);
-    *info = found;
-    return true;
+    return sizeof(mca_btl_ofi_co_header_t) + MCA_BTL_OFI_CO_BYTES;
 }
 
-static void mca_btl_ofi_co_received(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op, int status);
+int mca_btl_ofi_coalesce_receive_buffers(void)
+{
+    return MCA_BTL_OFI_CO_RECVS;
+}
+
+static void mca_btl_ofi_co_apply(mca_btl_ofi_module_t *module,
+                                 struct mca_btl_base_endpoint_t *origin, const void *buf,
+                                 size_t bytes);
+static void mca_btl_ofi_co_acked(mca_btl_ofi_module_t *module,
+                                 struct mca_btl_base_endpoint_t *origin, const void *buf,
+                                 size_t bytes);
 static void mca_btl_ofi_co_progress(mca_btl_ofi_module_t *module);
-
-static void mca_btl_ofi_co_post_recv(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op)
-{
-    ssize_t rc = fi_recv(module->ep, op->local_address, MCA_BTL_OFI_CO_MSG_MAX, NULL,
-                         FI_ADDR_UNSPEC, &op->fi_ctx);
-
-    if (OPAL_LIKELY(0 == rc)) {
-        return;
-    }
-    if (-FI_EAGAIN == rc) {
-        mca_btl_ofi_defer(module, op, mca_btl_ofi_co_post_recv);
-        return;
-    }
-    opal_output_verbose(1, mca_btl_ofi_output,
-                        MCA_BTL_OFI_LOG "fi_recv (gathered puts) failed: %s; one receive "
-                                        "buffer fewer",
-                        fi_strerror((int)-rc));
-}
 
 static const char *mca_btl_ofi_co_unusable(const mca_btl_ofi_module_t *module)
 {
+    if (NULL == module->msg) {
+        return "btl-ofi sends no messages on it";
+    }
     if (module->mr_local) {
-        return "FI_MR_LOCAL (its message buffers would need registrations)";
+        return "FI_MR_LOCAL (its batches would need registrations)";
     }
     return NULL;
 }
@@ -214,27 +165,15 @@ void mca_btl_ofi_coalesce_start(mca_btl_ofi_module_t *module)
         return;
     }
     co = calloc(1, sizeof(*co));
-    if (NULL == co ||
-        NULL == (co->recv_bufs = malloc(MCA_BTL_OFI_CO_RECVS * MCA_BTL_OFI_CO_MSG_MAX))) {
-        free(co);
+    if (NULL == co) {
         return;
     }
     OBJ_CONSTRUCT(&co->lock, opal_mutex_t);
     OBJ_CONSTRUCT(&co->ready, opal_list_t);
-    OBJ_CONSTRUCT(&co->acks, opal_list_t);
     OBJ_CONSTRUCT(&co->dead, opal_list_t);
-    co->inject_ack = module->info->tx_attr->inject_size >= sizeof(mca_btl_ofi_co_ack_t);
     module->co = co;
-    for (int i = 0; i < MCA_BTL_OFI_CO_RECVS; ++i) {
-        mca_btl_ofi_op_t *op = OBJ_NEW(mca_btl_ofi_op_t);
-
-        co->recvs[i] = op;
-        if (NULL != op) {
-            op->complete = mca_btl_ofi_co_received;
-            op->local_address = co->recv_bufs + (size_t)i * MCA_BTL_OFI_CO_MSG_MAX;
-            mca_btl_ofi_co_post_recv(module, op);
-        }
-    }
+    mca_btl_ofi_msg_on(module, MCA_BTL_OFI_MSG_PUTS, mca_btl_ofi_co_apply);
+    mca_btl_ofi_msg_on(module, MCA_BTL_OFI_MSG_PUTS_DONE, mca_btl_ofi_co_acked);
     module->co_progress = mca_btl_ofi_co_progress;
     module->coalesce = true;
     module->coalesce_max = (size_t)mca_btl_ofi_params.put_coalesce_max;
@@ -264,15 +203,8 @@ void mca_btl_ofi_coalesce_stop(mca_btl_ofi_module_t *module)
     module->co = NULL;
     module->co_progress = NULL;
     module->coalesce = false;
-    for (int i = 0; i < MCA_BTL_OFI_CO_RECVS; ++i) {
-        if (NULL != co->recvs[i]) {
-            OBJ_RELEASE(co->recvs[i]);
-        }
-    }
-    free(co->recv_bufs);
     /* the endpoint is closed: what is left here will complete no more */
     mca_btl_ofi_co_list_free(&co->ready);
-    mca_btl_ofi_co_list_free(&co->acks);
     mca_btl_ofi_co_list_free(&co->dead);
     OBJ_DESTRUCT(&co->lock);
     free(co);
@@ -301,12 +233,12 @@ static mca_btl_ofi_batch_t *mca_btl_ofi_co_batch_new(mca_btl_ofi_module_t *modul
     batch->status = OPAL_SUCCESS;
     memset(batch->refused_bits, 0, sizeof(batch->refused_bits));
     batch->msg.header = (mca_btl_ofi_co_header_t){
-        .magic = MCA_BTL_OFI_CO_MAGIC_BATCH,
         .count = 0,
-        .cookie = (uint64_t)(uintptr_t)batch,
-        .origin = opal_proc_local_get()->proc_name,
         .bytes = 0,
+        .cookie = (uint64_t)(uintptr_t)batch,
     };
+    mca_btl_ofi_msg_header_init(&batch->msg.header.msg, MCA_BTL_OFI_MSG_PUTS,
+                                sizeof(mca_btl_ofi_co_header_t));
     return batch;
 }
 
@@ -390,9 +322,10 @@ static void mca_btl_ofi_co_batch_part(mca_btl_ofi_module_t *module, mca_btl_ofi_
 
 static void mca_btl_ofi_co_send(mca_btl_ofi_module_t *module, mca_btl_ofi_batch_t *batch)
 {
-    const mca_btl_ofi_co_header_t *header = &batch->msg.header;
+    mca_btl_ofi_co_header_t *header = &batch->msg.header;
     ssize_t rc;
 
+    header->msg.bytes = (uint32_t)(sizeof(*header) + header->bytes);
     atomic_store(&batch->pending, 2);
     rc = fi_send(module->ep, header, sizeof(*header) + header->bytes, NULL,
                  batch->endpoint->peer_addr, &batch->op->fi_ctx);
@@ -495,86 +428,24 @@ static void *mca_btl_ofi_co_where(mca_btl_ofi_module_t *module,
     return (char *)(uintptr_t)reg->handle.base + offset;
 }
 
-/* An answer sent with fi_send (no inject) completed. */
-static void mca_btl_ofi_co_ack_sent(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op, int status)
-{
-    mca_btl_ofi_co_pending_ack_t *pending = (mca_btl_ofi_co_pending_ack_t *)op->local_address;
-
-    OBJ_RELEASE(pending);
-    mca_btl_ofi_op_release(module, op);
-}
-
-/* Post one answer (then it is gone); false when the provider said -FI_EAGAIN. */
-static bool mca_btl_ofi_co_ack_post(mca_btl_ofi_module_t *module,
-                                    mca_btl_ofi_co_pending_ack_t *pending)
-{
-    struct mca_btl_base_endpoint_t *endpoint = pending->endpoint;
-    mca_btl_ofi_op_t *op;
-    ssize_t rc;
-
-    if (module->co->inject_ack) {
-        rc = fi_inject(module->ep, &pending->ack, sizeof(pending->ack), endpoint->peer_addr);
-        if (OPAL_LIKELY(0 == rc)) {
-            OBJ_RELEASE(pending);
-            return true;
-        }
-    } else {
-        /* an inject size too small (shm with FI_HMEM): the answer lives until sent */
-        op = mca_btl_ofi_op_alloc(module, mca_btl_ofi_co_ack_sent, endpoint, pending, NULL, NULL,
-                                  NULL, NULL);
-        if (NULL == op) {
-            return false;
-        }
-        rc = fi_send(module->ep, &pending->ack, sizeof(pending->ack), NULL, endpoint->peer_addr,
-                     &op->fi_ctx);
-        if (OPAL_LIKELY(0 == rc)) {
-            return true;
-        }
-        mca_btl_ofi_op_release(module, op);
-    }
-    if (-FI_EAGAIN == rc) {
-        return false;
-    }
-    opal_output_verbose(1, mca_btl_ofi_output,
-                        MCA_BTL_OFI_LOG "answering gathered puts from %s failed: %s",
-                        OPAL_NAME_PRINT(endpoint->proc->proc_name), fi_strerror((int)-rc));
-    OBJ_RELEASE(pending);
-    return true;
-}
-
-static void mca_btl_ofi_co_send_ack(mca_btl_ofi_module_t *module,
-                                    struct mca_btl_base_endpoint_t *endpoint,
-                                    const mca_btl_ofi_co_ack_t *ack)
-{
-    mca_btl_ofi_co_pending_ack_t *pending = OBJ_NEW(mca_btl_ofi_co_pending_ack_t);
-
-    if (NULL == pending) {
-        opal_output_verbose(1, mca_btl_ofi_output,
-                            MCA_BTL_OFI_LOG "no memory to answer gathered puts");
-        return;
-    }
-    pending->endpoint = endpoint;
-    pending->ack = *ack;
-    if (!mca_btl_ofi_co_ack_post(module, pending)) {
-        OPAL_THREAD_LOCK(&module->co->lock);
-        opal_list_append(&module->co->acks, &pending->super);
-        OPAL_THREAD_UNLOCK(&module->co->lock);
-    }
-}
-
 /* Write a batch's records into this process's registrations and answer it. */
-static void mca_btl_ofi_co_apply(mca_btl_ofi_module_t *module, const char *msg)
+static void mca_btl_ofi_co_apply(mca_btl_ofi_module_t *module,
+                                 struct mca_btl_base_endpoint_t *origin, const void *buf,
+                                 size_t bytes)
 {
+    const char *msg = buf;
     const mca_btl_ofi_co_header_t *header = (const mca_btl_ofi_co_header_t *)msg;
     const uint32_t count =
         header->count < MCA_BTL_OFI_CO_RECORDS ? header->count : MCA_BTL_OFI_CO_RECORDS;
-    const size_t end =
-        sizeof(*header) +
-        (header->bytes < MCA_BTL_OFI_CO_BYTES ? header->bytes : MCA_BTL_OFI_CO_BYTES);
-    mca_btl_ofi_co_ack_t ack = {.magic = MCA_BTL_OFI_CO_MAGIC_ACK, .cookie = header->cookie};
-    struct mca_btl_base_endpoint_t *endpoint;
+    const size_t end = bytes < sizeof(*header) + header->bytes ? bytes
+                                                              : sizeof(*header) + header->bytes;
+    mca_btl_ofi_co_ack_t ack = {.cookie = header->cookie};
     size_t at = sizeof(*header);
 
+    if (bytes < sizeof(*header)) {
+        return;
+    }
+    mca_btl_ofi_msg_header_init(&ack.msg, MCA_BTL_OFI_MSG_PUTS_DONE, sizeof(ack));
     OPAL_THREAD_LOCK(&module->reg_lock);
     for (uint32_t i = 0; i < count; ++i) {
         mca_btl_ofi_co_record_t record = {0};
@@ -600,67 +471,38 @@ static void mca_btl_ofi_co_apply(mca_btl_ofi_module_t *module, const char *msg)
     OPAL_THREAD_UNLOCK(&module->reg_lock);
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_PUT_BATCHES_APPLIED, 1);
 
-    endpoint = mca_btl_ofi_endpoint_by_name(module, &header->origin);
-    if (NULL == endpoint) {
+    if (NULL == origin) {
         opal_output_verbose(1, mca_btl_ofi_output,
                             MCA_BTL_OFI_LOG "gathered puts from %s were applied, but that "
                                             "process cannot be answered: no endpoint",
-                            OPAL_NAME_PRINT(header->origin));
+                            OPAL_NAME_PRINT(header->msg.origin));
         return;
     }
-    mca_btl_ofi_co_send_ack(module, endpoint, &ack);
+    if (OPAL_SUCCESS != mca_btl_ofi_msg_send(module, origin, &ack, sizeof(ack))) {
+        opal_output_verbose(1, mca_btl_ofi_output,
+                            MCA_BTL_OFI_LOG "answering gathered puts from %s failed",
+                            OPAL_NAME_PRINT(origin->proc->proc_name));
+    }
 }
 
-static void mca_btl_ofi_co_acked(mca_btl_ofi_module_t *module, const mca_btl_ofi_co_ack_t *ack)
+static void mca_btl_ofi_co_acked(mca_btl_ofi_module_t *module,
+                                 struct mca_btl_base_endpoint_t *origin, const void *buf,
+                                 size_t bytes)
 {
-    mca_btl_ofi_batch_t *batch = (mca_btl_ofi_batch_t *)(uintptr_t)ack->cookie;
+    mca_btl_ofi_co_ack_t ack;
+    mca_btl_ofi_batch_t *batch;
 
-    memcpy(batch->refused_bits, ack->refused_bits, sizeof(batch->refused_bits));
+    (void)origin;
+    if (bytes < sizeof(ack)) {
+        return;
+    }
+    memcpy(&ack, buf, sizeof(ack));
+    batch = (mca_btl_ofi_batch_t *)(uintptr_t)ack.cookie;
+    memcpy(batch->refused_bits, ack.refused_bits, sizeof(batch->refused_bits));
     mca_btl_ofi_co_batch_event(module, batch, OPAL_SUCCESS);
 }
 
-/* A receive buffer got a message (or an error): act on it and post the buffer again. */
-static void mca_btl_ofi_co_received(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op, int status)
-{
-    const uint32_t magic = *(const uint32_t *)op->local_address;
-
-    if (OPAL_SUCCESS == status) {
-        if (MCA_BTL_OFI_CO_MAGIC_BATCH == magic) {
-            mca_btl_ofi_co_apply(module, op->local_address);
-        } else if (MCA_BTL_OFI_CO_MAGIC_ACK == magic) {
-            mca_btl_ofi_co_acked(module, op->local_address);
-        } else {
-            opal_output_verbose(1, mca_btl_ofi_output,
-                                MCA_BTL_OFI_LOG "a message that is not btl-ofi's was dropped");
-        }
-    }
-    if (module->initialized) {
-        mca_btl_ofi_co_post_recv(module, op);
-    }
-}
-
 /* ---- progress ------------------------------------------------------------ */
-
-static void mca_btl_ofi_co_retry_acks(mca_btl_ofi_module_t *module)
-{
-    struct mca_btl_ofi_coalesce_t *co = module->co;
-    opal_list_t retry;
-    opal_list_item_t *item;
-
-    if (opal_list_is_empty(&co->acks)) {
-        return;
-    }
-    OBJ_CONSTRUCT(&retry, opal_list_t);
-    mca_btl_ofi_list_take(&retry, &co->acks, &co->lock);
-    while (NULL != (item = opal_list_remove_first(&retry))) {
-        if (!mca_btl_ofi_co_ack_post(module, (mca_btl_ofi_co_pending_ack_t *)item)) {
-            OPAL_THREAD_LOCK(&co->lock);
-            opal_list_append(&co->acks, item);
-            OPAL_THREAD_UNLOCK(&co->lock);
-        }
-    }
-    OBJ_DESTRUCT(&retry);
-}
 
 static void mca_btl_ofi_co_progress(mca_btl_ofi_module_t *module)
 {
@@ -685,5 +527,4 @@ static void mca_btl_ofi_co_progress(mca_btl_ofi_module_t *module)
         }
         OBJ_DESTRUCT(&send);
     }
-    mca_btl_ofi_co_retry_acks(module);
 }

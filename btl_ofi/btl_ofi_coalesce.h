@@ -15,19 +15,19 @@
 BEGIN_C_DECLS
 
 /**
- * Before the fids are opened: whether btl_ofi_put_coalesce asks for
- * coalescing on this provider, and if so an info that adds FI_MSG to it.
- *
- * @param info (INOUT) replaced (the old one freed) when coalescing is wanted and
- *             the provider grants FI_MSG with everything else it granted
- * @retval true when coalescing will be started (mca_btl_ofi_coalesce_start)
+ * Whether btl_ofi_put_coalesce asks for coalescing on this provider (it also
+ * needs the message channel: mca_btl_ofi_coalesce_start says if it is off).
  */
-bool mca_btl_ofi_coalesce_prepare(struct fi_info **info);
+bool mca_btl_ofi_coalesce_wanted(const struct fi_info *info);
+
+/** The largest message coalescing sends, and the receive buffers it wants posted. */
+size_t mca_btl_ofi_coalesce_message_size(void);
+int mca_btl_ofi_coalesce_receive_buffers(void);
 
 /**
- * After the endpoint is enabled and the MR mode negotiated: post the receive
- * buffers and hook module->co_progress (it sends gathered puts and answers
- * that met -FI_EAGAIN). A mode it cannot serve leaves module->coalesce false
+ * After the message channel started (mca_btl_ofi_msg_start): take the
+ * gathered-put messages and hook module->co_progress (it sends gathered
+ * puts). No channel, or a mode it cannot serve, leaves module->coalesce false
  * with a message; Open MPI carries on with plain puts.
  */
 void mca_btl_ofi_coalesce_start(mca_btl_ofi_module_t *module);

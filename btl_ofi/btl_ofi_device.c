@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "btl_ofi_coalesce.h"
+#include "btl_ofi_locate.h"
 #include "btl_ofi_mr.h"
+#include "btl_ofi_msg.h"
 #include "btl_ofi_ops.h"
 #include "btl_ofi_params.h"
 #include "btl_ofi_pvar.h"
@@ -153,10 +155,17 @@ int mca_btl_ofi_device_open(mca_btl_ofi_module_t *module, struct fi_info *info)
 {
     int rc;
 
+    bool messages;
+
+    module->msg = NULL;
+    module->msg_progress = NULL;
+    module->locate = NULL;
+    atomic_store(&module->locating, 0);
     module->co = NULL;
     module->co_progress = NULL;
-    /* coalescing wants FI_MSG as well: it may replace info */
-    module->coalesce = mca_btl_ofi_coalesce_prepare(&info);
+    /* messages want FI_MSG as well: it may replace info */
+    messages = mca_btl_ofi_msg_prepare(&info);
+    module->coalesce = messages && mca_btl_ofi_coalesce_wanted(info);
     module->info = info;
     module->fabric = NULL;
     module->domain = NULL;
@@ -184,7 +193,15 @@ int mca_btl_ofi_device_open(mca_btl_ofi_module_t *module, struct fi_info *info)
     if (NULL == module->proof_reg) {
         return OPAL_ERROR;
     }
+    if (messages) {
+        mca_btl_ofi_msg_start(module,
+                              module->coalesce ? mca_btl_ofi_coalesce_message_size()
+                                               : MCA_BTL_OFI_MSG_SMALL,
+                              module->coalesce ? mca_btl_ofi_coalesce_receive_buffers()
+                                               : MCA_BTL_OFI_MSG_BUFFERS);
+    }
     mca_btl_ofi_coalesce_start(module);
+    mca_btl_ofi_locate_start(module);
     return OPAL_SUCCESS;
 }
 

@@ -12,7 +12,9 @@
 #include "btl_ofi_coalesce.h"
 #include "btl_ofi_device.h"
 #include "btl_ofi_endpoint.h"
+#include "btl_ofi_locate.h"
 #include "btl_ofi_mr.h"
+#include "btl_ofi_msg.h"
 #include "btl_ofi_ops.h"
 #include "btl_ofi_rdma.h"
 #include "btl_ofi_reg_pool.h"
@@ -104,8 +106,11 @@ int mca_btl_ofi_finalize(struct mca_btl_base_module_t *btl)
     }
     mca_btl_ofi_endpoints_release(module);
     mca_btl_ofi_word_slabs_release(module);
+    mca_btl_ofi_msg_deregister(module);
     mca_btl_ofi_device_close(module);
     mca_btl_ofi_coalesce_stop(module);
+    mca_btl_ofi_locate_stop(module);
+    mca_btl_ofi_msg_stop(module);
 
     OBJ_DESTRUCT(&module->deferred);
     OBJ_DESTRUCT(&module->deferred_lock);

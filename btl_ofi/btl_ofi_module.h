@@ -78,6 +78,15 @@ struct mca_btl_ofi_module_t {
 
     mca_btl_ofi_atomic_caps_t atomics;
 
+    /** messages beside RMA (btl_ofi_msg.c); NULL where the provider grants no FI_MSG */
+    struct mca_btl_ofi_msg_t *msg;
+    /** what progress runs first when messages are on (sends what met -FI_EAGAIN) */
+    void (*msg_progress)(struct mca_btl_ofi_module_t *module);
+    /** questions to peers about their registrations (btl_ofi_locate.c), or NULL */
+    struct mca_btl_ofi_locate_t *locate;
+    /** questions asked and not yet served to a retry: while not 0, accesses look there */
+    atomic_int locating;
+
     /** small puts to a busy peer travel gathered in messages (btl_ofi_coalesce.c) */
     bool coalesce;
     size_t coalesce_max; /**< the largest put that is gathered */
@@ -99,21 +108,6 @@ int mca_btl_ofi_finalize(struct mca_btl_base_module_t *btl);
 
 /** Drop any btl_ofi_flags bit the user set that this BTL cannot honour. */
 void mca_btl_ofi_module_limit_flags(mca_btl_ofi_module_t *module);
-
-/**
- * Argument check shared by every data-transfer entry point. osc/rdma 4.1 calls
- * compare-and-swap on node-local Win_allocate windows with no registration
- * handle (open-mpi/ompi#7967); refusing it sends osc/rdma down its local path.
- */
-static inline bool mca_btl_ofi_args_ok(const struct mca_btl_base_endpoint_t *endpoint,
-                                       const struct mca_btl_base_registration_handle_t *remote)
-{
-    if (OPAL_LIKELY(NULL != endpoint && NULL != remote)) {
-        return true;
-    }
-    mca_btl_ofi_count(MCA_BTL_OFI_CNT_REFUSED, 1);
-    return false;
-}
 
 END_C_DECLS
 

@@ -110,6 +110,7 @@ mca_btl_ofi_reg_t *mca_btl_ofi_reg_create(mca_btl_ofi_module_t *module, void *ba
         mca_btl_ofi_reg_free(reg);
         return NULL;
     }
+    mca_btl_ofi_handle_seal(&reg->handle);
     return reg;
 }
 
@@ -190,6 +191,24 @@ mca_btl_ofi_reg_t *mca_btl_ofi_reg_find(mca_btl_ofi_module_t *module, uint64_t k
         return NULL;
     }
     return reg;
+}
+
+bool mca_btl_ofi_reg_covering(mca_btl_ofi_module_t *module, uint64_t address, size_t size,
+                              mca_btl_base_registration_handle_t *handle)
+{
+    mca_btl_ofi_reg_t *reg;
+    bool found = false;
+
+    OPAL_THREAD_LOCK(&module->reg_lock);
+    OPAL_LIST_FOREACH (reg, &module->live_regs, mca_btl_ofi_reg_t) {
+        if (NULL != reg->mr && mca_btl_ofi_handle_covers(&reg->handle, address, size)) {
+            *handle = reg->handle;
+            found = true;
+            break;
+        }
+    }
+    OPAL_THREAD_UNLOCK(&module->reg_lock);
+    return found;
 }
 
 void mca_btl_ofi_regs_release(mca_btl_ofi_module_t *module)

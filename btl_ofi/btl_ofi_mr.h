@@ -18,12 +18,13 @@ BEGIN_C_DECLS
  * Open MPI copies btl_registration_handle_size bytes of it.
  */
 struct mca_btl_base_registration_handle_t {
-    uint64_t key;  /**< remote key */
-    uint64_t base; /**< registered base address (offsets are taken from it) */
-    uint64_t len;  /**< registered length, to refuse out-of-range accesses */
+    uint64_t key;   /**< remote key */
+    uint64_t base;  /**< registered base address (offsets are taken from it) */
+    uint64_t len;   /**< registered length, to refuse out-of-range accesses */
+    uint64_t check; /**< mca_btl_ofi_handle_check of the three: a copy read while
+                         someone rewrote it does not pass (NOTES.txt section 3c) */
 };
 
-/** Local registration: the public handle plus what only this process needs. */
 typedef struct mca_btl_ofi_reg_t {
     opal_list_item_t super;
     struct fid_mr *mr; /**< NULL for an empty (zero-length) registration */
@@ -70,6 +71,16 @@ void mca_btl_ofi_reg_destroy(mca_btl_ofi_reg_t *reg);
  */
 mca_btl_ofi_reg_t *mca_btl_ofi_reg_find(mca_btl_ofi_module_t *module, uint64_t key);
 /** Deregister whatever the upper layer left registered at finalize. */
+/**
+ * A live registration (made through btl_register_mem) that covers
+ * [address, address + size) of this process, scanning them all: for the
+ * rare question of a peer (btl_ofi_locate.c), not for a hot path.
+ *
+ * @param handle (OUT) its handle, set only when one is found
+ * @retval true found
+ */
+bool mca_btl_ofi_reg_covering(mca_btl_ofi_module_t *module, uint64_t address, size_t size,
+                              struct mca_btl_base_registration_handle_t *handle);
 void mca_btl_ofi_regs_release(mca_btl_ofi_module_t *module);
 
 /**
@@ -91,17 +102,58 @@ void mca_btl_ofi_word_slabs_release(mca_btl_ofi_module_t *module);
  *
  * @retval OPAL_SUCCESS, or OPAL_ERR_BAD_PARAM for an address outside the region
  */
-static inline int mca_btl_ofi_remote_addr(const mca_btl_ofi_module_t *module,
-                                          const struct mca_btl_base_registration_handle_t *handle,
-                                          uint64_t address, size_t size, uint64_t *translated)
+/** Where a remote access goes: as libfabric takes it. */
+typedef struct mca_btl_ofi_target_t {
+    uint64_t addr; /**< virtual, or an offset from the registered base */
+    uint64_t key;
+} mca_btl_ofi_target_t;
+
+/** The check word of a handle: a mix of its fields that no blend of two handles matches. */
+static inline uint64_t mca_btl_ofi_handle_check(uint64_t key, uint64_t base, uint64_t len)
 {
-    if (address < handle->base || size > handle->len ||
-        address - handle->base > handle->len - size) {
-        mca_btl_ofi_count(MCA_BTL_OFI_CNT_REFUSED, 1);
-        return OPAL_ERR_BAD_PARAM;
-    }
-    *translated = module->virt_addr ? address : address - handle->base;
-    return OPAL_SUCCESS;
+    uint64_t h = (key ^ UINT64_C(0x6274306d6f666921)) * UINT64_C(0x9e3779b97f4a7c15);
+
+    h = (h ^ base ^ (h >> 29)) * UINT64_C(0xbf58476d1ce4e5b9);
+    h = (h ^ len ^ (h >> 32)) * UINT64_C(0x94d049bb133111eb);
+    return h ^ (h >> 31);
+}
+
+/** Set the check word once key, base and len are final. */
+static inline void mca_btl_ofi_handle_seal(struct mca_btl_base_registration_handle_t *handle)
+{
+    handle->check = mca_btl_ofi_handle_check(handle->key, handle->base, handle->len);
+}
+
+/**
+ * Copy a handle that another process may be rewriting (osc/rdma hands out
+ * pointers into a peer's table in shared memory): each field read once.
+ */
+static inline void mca_btl_ofi_handle_read(const struct mca_btl_base_registration_handle_t *from,
+                                           struct mca_btl_base_registration_handle_t *to)
+{
+    const volatile uint64_t *fields = (const volatile uint64_t *)from;
+
+    to->key = fields[0];
+    to->base = fields[1];
+    to->len = fields[2];
+    to->check = fields[3];
+}
+
+/** Whether a handle (read once) is whole and covers [address, address + size). */
+static inline bool mca_btl_ofi_handle_covers(const struct mca_btl_base_registration_handle_t *h,
+                                             uint64_t address, size_t size)
+{
+    return h->check == mca_btl_ofi_handle_check(h->key, h->base, h->len) &&
+           address >= h->base && size <= h->len && address - h->base <= h->len - size;
+}
+
+/** The target of an access inside the registration of h (covers() said so). */
+static inline void mca_btl_ofi_target_in(const mca_btl_ofi_module_t *module,
+                                         const struct mca_btl_base_registration_handle_t *h,
+                                         uint64_t address, mca_btl_ofi_target_t *target)
+{
+    target->addr = module->virt_addr ? address : address - h->base;
+    target->key = h->key;
 }
 
 END_C_DECLS

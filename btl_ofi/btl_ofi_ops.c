@@ -43,6 +43,15 @@ uint64_t mca_btl_ofi_inject_key_slow(uint64_t key)
     return key ^ UINT64_C(0x5a5a5a5a00000000) ^ UINT64_C(0x2a);
 }
 
+bool mca_btl_ofi_inject_stale_slow(void)
+{
+    if (0 != (mca_btl_ofi_ticket() + 1) % (uint64_t)mca_btl_ofi_params.inject_stale_every) {
+        return false;
+    }
+    mca_btl_ofi_count(MCA_BTL_OFI_CNT_INJECTED, 1);
+    return true;
+}
+
 #if MCA_BTL_OFI_INJECT_CHECK == 2
 /* The checks as one call per operation each (measurement build, see btl_ofi_ops.h). */
 __attribute__((noinline)) bool mca_btl_ofi_inject_eagain_call(void)
@@ -53,6 +62,11 @@ __attribute__((noinline)) bool mca_btl_ofi_inject_eagain_call(void)
 __attribute__((noinline)) uint64_t mca_btl_ofi_inject_key_call(uint64_t key)
 {
     return mca_btl_ofi_inject_key_check(key);
+}
+
+__attribute__((noinline)) bool mca_btl_ofi_inject_stale_call(void)
+{
+    return mca_btl_ofi_inject_stale_check();
 }
 #endif
 
@@ -187,6 +201,9 @@ int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module)
     ssize_t count;
 
     mca_btl_ofi_repost_deferred(module);
+    if (NULL != module->msg_progress) {
+        module->msg_progress(module);
+    }
     if (NULL != module->co_progress) {
         module->co_progress(module);
     }

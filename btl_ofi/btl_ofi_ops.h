@@ -70,12 +70,19 @@ OBJ_CLASS_DECLARATION(mca_btl_ofi_op_t);
 /* Slow paths of the debug fault injection. */
 bool mca_btl_ofi_inject_eagain_slow(void);
 uint64_t mca_btl_ofi_inject_key_slow(uint64_t key);
+bool mca_btl_ofi_inject_stale_slow(void);
 
 /* The checks themselves: a load of the parameter and a predicted-not-taken branch. */
 static inline bool mca_btl_ofi_inject_eagain_check(void)
 {
     return OPAL_UNLIKELY(0 != mca_btl_ofi_params.inject_eagain_permille) &&
            mca_btl_ofi_inject_eagain_slow();
+}
+
+static inline bool mca_btl_ofi_inject_stale_check(void)
+{
+    return OPAL_UNLIKELY(0 != mca_btl_ofi_params.inject_stale_every) &&
+           mca_btl_ofi_inject_stale_slow();
 }
 
 static inline uint64_t mca_btl_ofi_inject_key_check(uint64_t key)
@@ -90,6 +97,7 @@ static inline uint64_t mca_btl_ofi_inject_key_check(uint64_t key)
 #if MCA_BTL_OFI_INJECT_CHECK == 2
 bool mca_btl_ofi_inject_eagain_call(void);
 uint64_t mca_btl_ofi_inject_key_call(uint64_t key);
+bool mca_btl_ofi_inject_stale_call(void);
 #endif
 
 /**
@@ -102,6 +110,16 @@ static inline bool mca_btl_ofi_inject_eagain(void)
     return mca_btl_ofi_inject_eagain_call();
 #else
     return MCA_BTL_OFI_INJECT_CHECK && mca_btl_ofi_inject_eagain_check();
+#endif
+}
+
+/** Debug fault injection: whether this access takes its handle as stale (every Nth). */
+static inline bool mca_btl_ofi_inject_stale(void)
+{
+#if MCA_BTL_OFI_INJECT_CHECK == 2
+    return mca_btl_ofi_inject_stale_call();
+#else
+    return MCA_BTL_OFI_INJECT_CHECK && mca_btl_ofi_inject_stale_check();
 #endif
 }
 

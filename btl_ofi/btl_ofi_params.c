@@ -108,6 +108,17 @@ static mca_btl_ofi_int_param_t mca_btl_ofi_int_params[] = {
         .max = MCA_BTL_OFI_INJECT_CHECK ? INT32_MAX : 0,
         .value = &mca_btl_ofi_params.inject_cq_error_every,
     },
+    {
+        .name = "inject_stale_handle",
+        .help = "Debug fault injection (0: off): every Nth put, get or atomic takes the "
+                "registration handle it was given as one that does not cover it, so the "
+                "peer is asked which registration does (as when osc/rdma rewrote the handle: "
+                "NOTES.txt section 3c)",
+        .default_text = "0",
+        .min = 0,
+        .max = MCA_BTL_OFI_INJECT_CHECK ? INT32_MAX : 0,
+        .value = &mca_btl_ofi_params.inject_stale_every,
+    },
 };
 
 #define MCA_BTL_OFI_NUM_INT_PARAMS                                                                 \

@@ -66,6 +66,7 @@ typedef struct mca_btl_ofi_params_t {
     int put_coalesce_max; /**< the largest put that is gathered, in bytes */
     int inject_eagain_permille; /**< debug: posts refused as -FI_EAGAIN, per 1000 */
     int inject_cq_error_every;  /**< debug: every Nth put/get uses a corrupted key */
+    int inject_stale_every; /**< debug: every Nth remote access takes its handle as stale */
 } mca_btl_ofi_params_t;
 
 extern mca_btl_ofi_params_t mca_btl_ofi_params;

@@ -57,6 +57,18 @@ static const struct {
                                              "Messages of gathered puts from peers written "
                                              "into this process's registrations",
                                              MCA_BASE_PVAR_CLASS_COUNTER},
+    [MCA_BTL_OFI_CNT_HANDLES_STALE] = {"handles_stale",
+                                       "Accesses whose registration handle did not cover them "
+                                       "(osc/rdma rewrote it under us), so the peer was asked",
+                                       MCA_BASE_PVAR_CLASS_COUNTER},
+    [MCA_BTL_OFI_CNT_HANDLES_LOCATED] = {"handles_located",
+                                         "Accesses posted with the registration the peer named "
+                                         "in its answer",
+                                         MCA_BASE_PVAR_CLASS_COUNTER},
+    [MCA_BTL_OFI_CNT_LOCATE_ANSWERS] = {"locate_answers",
+                                        "Peers' questions about a registration answered by this "
+                                        "process",
+                                        MCA_BASE_PVAR_CLASS_COUNTER},
     [MCA_BTL_OFI_CNT_MR_MODE] = {"mr_mode",
                                  "The memory-registration mode negotiated with the provider "
                                  "(FI_MR_* bits)",

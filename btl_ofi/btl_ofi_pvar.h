@@ -31,6 +31,9 @@ enum mca_btl_ofi_counter_id_t {
     MCA_BTL_OFI_CNT_PUTS_GATHERED,
     MCA_BTL_OFI_CNT_PUT_BATCHES,
     MCA_BTL_OFI_CNT_PUT_BATCHES_APPLIED,
+    MCA_BTL_OFI_CNT_HANDLES_STALE,
+    MCA_BTL_OFI_CNT_HANDLES_LOCATED,
+    MCA_BTL_OFI_CNT_LOCATE_ANSWERS,
     MCA_BTL_OFI_CNT_MR_MODE,  /**< the negotiated FI_MR_* bits (set once, at init) */
     MCA_BTL_OFI_CNT_KEY_SIZE, /**< the negotiated mr_key_size in bytes (set once, at init) */
     MCA_BTL_OFI_CNT_MAX,

@@ -18,6 +18,7 @@
 
 #include "btl_ofi_coalesce.h"
 #include "btl_ofi_endpoint.h"
+#include "btl_ofi_locate.h"
 #include "btl_ofi_module.h"
 #include "btl_ofi_mr.h"
 #include "btl_ofi_ops.h"
@@ -79,23 +80,26 @@ static int mca_btl_ofi_rma(mca_btl_ofi_module_t *module, const mca_btl_ofi_rma_k
     /* A put without delivery-complete is done only once a read proves it landed. */
     const bool unproven = kind->writes && module->prove_remote;
     bool tracked = false;
+    mca_btl_ofi_target_t target;
     mca_btl_ofi_op_t *op;
-    uint64_t target, key;
     ssize_t posted;
+    uint64_t key;
     void *desc;
     int rc;
 
-    if (OPAL_UNLIKELY(size > limit || !mca_btl_ofi_args_ok(endpoint, remote_handle) ||
-                      OPAL_SUCCESS != mca_btl_ofi_remote_addr(module, remote_handle, remote_address,
-                                                              size, &target))) {
+    if (OPAL_UNLIKELY(size > limit)) {
         return OPAL_ERR_BAD_PARAM;
+    }
+    rc = mca_btl_ofi_remote_target(module, endpoint, remote_handle, remote_address, size, &target);
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
+        return rc;
     }
     if (OPAL_UNLIKELY(mca_btl_ofi_inject_eagain())) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    key = mca_btl_ofi_inject_key(remote_handle->key);
+    key = mca_btl_ofi_inject_key(target.key);
     if (kind->writes && module->coalesce && size <= module->coalesce_max) {
-        rc = mca_btl_ofi_coalesce_put(module, endpoint, local_address, target, key, size,
+        rc = mca_btl_ofi_coalesce_put(module, endpoint, local_address, target.addr, key, size,
                                       local_handle, cbfunc, cbcontext, cbdata);
         if (OPAL_ERR_NOT_AVAILABLE != rc) {
             return rc;
@@ -122,8 +126,8 @@ static int mca_btl_ofi_rma(mca_btl_ofi_module_t *module, const mca_btl_ofi_rma_k
     if (OPAL_UNLIKELY(!mca_btl_ofi_op_desc(module, op, local_address, size, &desc))) {
         return OPAL_ERROR;
     }
-    posted = kind->post(module->ep, local_address, size, desc, endpoint->peer_addr, target, key,
-                        &op->fi_ctx);
+    posted = kind->post(module->ep, local_address, size, desc, endpoint->peer_addr, target.addr,
+                        key, &op->fi_ctx);
     rc = mca_btl_ofi_post_result(module, op, posted, kind->name);
     if (OPAL_SUCCESS == rc) {
         if (unproven) {

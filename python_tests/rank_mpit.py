@@ -25,7 +25,8 @@ COUNTERS = tuple(PREFIX + name for name in (
     "put_count", "get_count", "put_bytes", "get_bytes", "atomic_count",
     "atomic_emulated_count", "cq_entries", "cq_errors", "flush_count", "proof_reads",
     "registrations", "registrations_live", "post_eagain", "put_gathered", "put_batches",
-    "put_batches_applied",
+    "put_batches_applied", "handles_stale", "handles_located", "locate_answers",
+    "injected_faults",
 ))
 
 _CDEF = """

@@ -1,0 +1,81 @@
+/*
+ * btl-ofi: where an access lands at its peer (btl_ofi_locate.c). The fast
+ * path reads the registration handle the caller gave; when that handle does
+ * not cover the access, the peer is asked which of its registrations does.
+ */
+
+#ifndef MCA_BTL_OFI_LOCATE_H
+#define MCA_BTL_OFI_LOCATE_H
+
+#include "btl_ofi_module.h"
+
+#include "btl_ofi_mr.h"
+#include "btl_ofi_ops.h"
+#include "btl_ofi_pvar.h"
+
+BEGIN_C_DECLS
+
+/** After the message channel started: answer peers' questions, and ask ours. */
+void mca_btl_ofi_locate_start(mca_btl_ofi_module_t *module);
+
+/** At finalize: forget the questions. */
+void mca_btl_ofi_locate_stop(mca_btl_ofi_module_t *module);
+
+/**
+ * Slow path of mca_btl_ofi_remote_target: the handle did not cover the access,
+ * or questions are open. Serves the answer the peer gave to an earlier call for
+ * the same access; else uses handle if it covers the access; else asks the peer.
+ *
+ * @param handle (IN) the caller's handle, read once, if it covers the access; else NULL
+ *
+ * @retval OPAL_SUCCESS *target set from the peer's answer;
+ *         OPAL_ERR_OUT_OF_RESOURCE asked (or still waiting): call again after progress;
+ *         OPAL_ERR_BAD_PARAM no registration of the peer covers the access, or the
+ *         peer cannot be asked (no FI_MSG)
+ */
+int mca_btl_ofi_locate(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoint_t *endpoint,
+                       const struct mca_btl_base_registration_handle_t *handle,
+                       uint64_t address, size_t size, mca_btl_ofi_target_t *target);
+
+/**
+ * Where a remote access lands: the address libfabric takes (virtual, or an
+ * offset from the registered base) and the key.
+ *
+ * @param remote  (IN) the caller's handle of the peer's registration; read once
+ *                (osc/rdma may be rewriting it: NOTES.txt section 3c)
+ * @param address (IN) the peer's virtual address of the access, size bytes long
+ *
+ * No handle is refused: osc/rdma 4.1 calls compare-and-swap on node-local
+ * Win_allocate windows with none (open-mpi/ompi#7967), and the refusal sends it
+ * down its local path.
+ *
+ * @retval OPAL_SUCCESS, OPAL_ERR_OUT_OF_RESOURCE (try again after progress) or
+ *         OPAL_ERR_BAD_PARAM (refused; counted in btl_ofi_refused_count)
+ */
+static inline int mca_btl_ofi_remote_target(const mca_btl_ofi_module_t *module,
+                                            struct mca_btl_base_endpoint_t *endpoint,
+                                            const struct mca_btl_base_registration_handle_t *remote,
+                                            uint64_t address, size_t size,
+                                            mca_btl_ofi_target_t *target)
+{
+    mca_btl_base_registration_handle_t handle;
+    bool covered;
+
+    if (OPAL_UNLIKELY(NULL == endpoint || NULL == remote)) {
+        mca_btl_ofi_count(MCA_BTL_OFI_CNT_REFUSED, 1);
+        return OPAL_ERR_BAD_PARAM;
+    }
+    mca_btl_ofi_handle_read(remote, &handle);
+    covered = mca_btl_ofi_handle_covers(&handle, address, size) && !mca_btl_ofi_inject_stale();
+    if (OPAL_LIKELY(covered) &&
+        OPAL_LIKELY(0 == atomic_load_explicit(&module->locating, memory_order_relaxed))) {
+        mca_btl_ofi_target_in(module, &handle, address, target);
+        return OPAL_SUCCESS;
+    }
+    return mca_btl_ofi_locate((mca_btl_ofi_module_t *)module, endpoint, covered ? &handle : NULL,
+                              address, size, target);
+}
+
+END_C_DECLS
+
+#endif /* MCA_BTL_OFI_LOCATE_H */
