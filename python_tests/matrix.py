@@ -68,6 +68,9 @@ VARIANTS = {
     "split": {"put_limit": str(PUT_GET_LIMIT), "get_limit": str(PUT_GET_LIMIT)},
     "read_proof": {"completion": "read_proof"},
     "batch1": {"progress_batch": "1"},
+    # every 3rd access takes its registration handle as stale: the peer is asked
+    # which registration covers it (NOTES.txt section 3c)
+    "stale": {"inject_stale_handle": "3"},
 }
 # Variants a provider may legitimately refuse (the component then says why).
 OPTIONAL_VARIANTS = {"read_proof"}
@@ -442,6 +445,9 @@ def checks_for(group):
     elif group.variant == "batch1":
         fast = sync_sweep()[::2] + concurrency_checks()
         full = sync_sweep("full")
+    elif group.variant == "stale":
+        fast = sync_sweep()[1::2] + flavor_sweep()[::3] + concurrency_checks()
+        full = flavor_sweep("full")
     fast_ids = {c["id"] for c in fast}
     full = [c for c in full if c["id"] not in fast_ids]
     for c in full:
@@ -492,7 +498,7 @@ def groups(providers, full=False, strict=True):
             out.append(Group(prov, mask, 2, "base", mr))
         for n in (3, 4):
             out.append(Group(prov, "default", n, "base", default))
-        for variant in ("emulate", "split", "read_proof", "batch1"):
+        for variant in ("emulate", "split", "read_proof", "batch1", "stale"):
             out.append(Group(prov, "default", 2, variant,
                              negotiated_label(prov, "default", variant)))
         if full:

@@ -223,12 +223,37 @@ def judge_group(launch, group, expected_ids):
         strict = judge_strict(launch, group, where)
         if strict:
             return strict
+    if group.variant == "stale":
+        located = stale_handles_served(launch)
+        if located:
+            return Verdict("fail", f"{where}: {located}\n  {launch.command_line()}")
     end = records(launch, "end")
     if end and end[0]["registrations_live"][1] != end[0]["registrations_live"][0]:
         before, after = end[0]["registrations_live"]
         return Verdict("fail", f"{where}: {launcher.param('registrations_live')} {before} before the "
                                f"checks, {after} after every window was freed (leak)")
     return Verdict("pass")
+
+
+def stale_handles_served(launch):
+    """With btl_<c>_inject_stale_handle (matrix variant "stale"), what is wrong
+    with how the launch's stale handles were served, or None: some accesses
+    must have asked their peer, every one of them must have been posted with
+    the peer's answer (handles_located == handles_stale), and the peers must
+    have answered at least as many questions (NOTES.txt section 3c)."""
+    total = {}
+    for rec in records(launch, "check"):
+        for name in ("handles_stale", "handles_located", "locate_answers"):
+            total[name] = total.get(name, 0) + rec["deltas"].get(name, 0)
+    stale, located, answers = (total[n] for n in ("handles_stale", "handles_located",
+                                                  "locate_answers"))
+    if stale == 0:
+        return (f"{launcher.param('handles_stale')} did not move: no access asked its peer, "
+                f"so the injected stale handles were not exercised")
+    if located != stale or answers < stale:
+        return (f"{stale} accesses asked their peer, {located} were posted with its answer, "
+                f"{answers} questions were answered: every question must be answered and used")
+    return None
 
 
 def declined_by_design(launch, group):

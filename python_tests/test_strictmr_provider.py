@@ -138,3 +138,30 @@ def test_every_mr_combination(bits, key_size, tmp_path):
     outcome.judge_group(launch, group, [c["id"] for c in SMALL_PLAN["checks"]]).apply()
     for spec in SMALL_PLAN["checks"]:
         outcome.judge_check(launch, group, spec).apply()
+
+
+# ---- stale handles located under NIC-like modes (issue 24) -----------------------
+#
+# btl-ofi asks a peer which registration covers an access whose handle does not
+# (NOTES.txt section 3c) with messages: under FI_MR_LOCAL its receive buffers are
+# registered and a message too large to inject (the 72-byte answer over
+# tcp;ofi_rxm, whose inject size is 64) is sent from a registered copy. Every
+# 2nd access takes its handle as stale here; the strict provider must see no
+# violation and every question must be answered and used.
+
+STALE_PLAN = {"checks": SMALL_PLAN["checks"] + [matrix.make_check("dynamic_regions", "fast", count=9)]}
+
+
+@pytest.mark.parametrize("core", ["shm", "tcp;ofi_rxm"])
+@pytest.mark.parametrize("mode", ["verbs-like", "efa-like", "cxi-like"])
+def test_stale_handles_located_on_nic_modes(core, mode, tmp_path):
+    bits = matrix.STRICT_SETS[mode]
+    group = matrix.Group(f"{core};ofi_strictmr", "default", 2, "stale",
+                         matrix.mr_label(set(bits)), (mode, 2))
+    env = _strict_env(tmp_path, ",".join(bits), 2)
+    launch = launcher.run_mpi(2, STALE_PLAN, 120, provider=group.provider, workdir=tmp_path,
+                              ours=matrix.VARIANTS["stale"], env_overrides=env)
+    launch.strict_report = tmp_path / "strictmr.jsonl"
+    outcome.judge_group(launch, group, [c["id"] for c in STALE_PLAN["checks"]]).apply()
+    for spec in STALE_PLAN["checks"]:
+        outcome.judge_check(launch, group, spec).apply()
