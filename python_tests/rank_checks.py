@@ -689,5 +689,7 @@ CHECKS = {
 # Dynamic windows with many attached regions live in rank_attach.py (it imports
 # the helpers above, so it is loaded last).
 from rank_attach import ATTACH_CHECKS  # noqa: E402
+from rank_linked_list import LINKED_LIST_CHECKS  # noqa: E402
 
 CHECKS.update(ATTACH_CHECKS)
+CHECKS.update(LINKED_LIST_CHECKS)
