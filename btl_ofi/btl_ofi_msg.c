@@ -277,40 +277,32 @@ static int mca_btl_ofi_msg_post(mca_btl_ofi_module_t *module, mca_btl_ofi_msg_ou
     struct mca_btl_base_endpoint_t *endpoint = out->endpoint;
     mca_btl_ofi_op_t *op;
     void *desc;
-    ssize_t rc;
+    int rc;
 
-    if (out->bytes <= module->msg->inject_size) {
-        rc = fi_inject(module->ep, out->data, out->bytes, endpoint->peer_addr);
-        if (OPAL_LIKELY(0 == rc)) {
-            OBJ_RELEASE(out);
-            return OPAL_SUCCESS;
-        }
-    } else {
-        op = mca_btl_ofi_op_alloc(module, mca_btl_ofi_msg_sent, endpoint, out, NULL, NULL, NULL,
-                                  NULL);
-        if (NULL == op) {
-            return OPAL_ERR_OUT_OF_RESOURCE;
-        }
-        if (!mca_btl_ofi_op_desc(module, op, out->data, out->bytes, &desc)) {
-            rc = -FI_ENOMEM; /* no registration for it; op was released */
-        } else {
-            rc = fi_send(module->ep, out->data, out->bytes, desc, endpoint->peer_addr,
-                         &op->fi_ctx);
-            if (OPAL_LIKELY(0 == rc)) {
-                return OPAL_SUCCESS;
-            }
-            mca_btl_ofi_op_release(module, op);
-        }
-    }
-    if (-FI_EAGAIN == rc) {
-        mca_btl_ofi_count(MCA_BTL_OFI_CNT_POST_EAGAIN, 1);
+    op = mca_btl_ofi_op_alloc(module, mca_btl_ofi_msg_sent, endpoint, out, NULL, NULL, NULL, NULL);
+    if (NULL == op) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    opal_output_verbose(1, mca_btl_ofi_output,
-                        MCA_BTL_OFI_LOG "sending a message to %s failed: %s (%zd)",
-                        OPAL_NAME_PRINT(endpoint->proc->proc_name), fi_strerror((int)-rc), rc);
-    OBJ_RELEASE(out);
-    return OPAL_ERROR;
+    if (out->bytes <= module->msg->inject_size) {
+        /* an inject's buffer is free again at once: done when posted */
+        rc = mca_btl_ofi_post_result(
+            module, op, fi_inject(module->ep, out->data, out->bytes, endpoint->peer_addr),
+            "fi_inject (message)");
+        if (OPAL_SUCCESS == rc) {
+            mca_btl_ofi_msg_sent(module, op, OPAL_SUCCESS);
+        }
+    } else if (!mca_btl_ofi_op_desc(module, op, out->data, out->bytes, &desc)) {
+        rc = OPAL_ERROR; /* no registration for it; op was released */
+    } else {
+        rc = mca_btl_ofi_post_result(module, op,
+                                     fi_send(module->ep, out->data, out->bytes, desc,
+                                             endpoint->peer_addr, &op->fi_ctx),
+                                     "fi_send (message)");
+    }
+    if (OPAL_ERROR == rc) {
+        OBJ_RELEASE(out);
+    }
+    return rc;
 }
 
 static void mca_btl_ofi_msg_queue(mca_btl_ofi_module_t *module, mca_btl_ofi_msg_out_t *out)
