@@ -156,8 +156,8 @@ def test_max_attach(provider, launches, tmp_path):
     launch = launcher.run_mpi(2, {"checks": [spec]}, 120, provider=provider, workdir=tmp_path,
                               mca={"osc_rdma_max_attach": "8"})
     # two ranks' lines can run together on stderr: match the words, not the lines
-    said = re.findall(r"MAX-ATTACH max_attach/8 rank (\d+): (MPI_ERR_[A-Z_]+|success|freed)",
-                      launch.stderr)
+    said = re.findall(r"MAX-ATTACH max_attach/8 rank (\d+): "
+                      r"(MPI_ERR_[A-Z_]+?|success|freed)(?=MAX-ATTACH|\s|$)", launch.stderr)
     rec = {r["id"]: r for r in outcome.records(launch, "check")}.get(spec["id"])
     assert rec is not None and not launch.timed_out, \
         f"{provider}: exit {launch.returncode}{' (timeout)' if launch.timed_out else ''}; " \
