@@ -45,11 +45,41 @@
 extern struct fi_provider strictmr_prov;
 
 /* ---------------------------------------------------------------- params */
+/* Which atomics the emulated NIC offers (FI_OFI_STRICTMR_ATOMICS). */
+enum strictmr_atomics {
+    STRICTMR_ATOMICS_ALL,  /* whatever the core offers (default) */
+    STRICTMR_ATOMICS_NIC,  /* 64-bit FI_SUM and FI_CSWAP only, as verbs hardware */
+    STRICTMR_ATOMICS_NONE  /* FI_RMA without FI_ATOMIC */
+};
+
+/*
+ * Behaviours of real NICs (issue 25). Every one is off by default; each has an
+ * FI_OFI_STRICTMR_* variable, and FI_OFI_STRICTMR_PROFILE sets several at once.
+ */
+struct strictmr_behaviour {
+    const char *profile;          /* the profile applied, or NULL */
+    bool reorder;                 /* RMA and atomics reach the core, and complete, out of order */
+    unsigned reorder_window;      /* operations held per endpoint before a release */
+    long progress_us;             /* >= 0: own progress thread, this delay; < 0: none */
+    size_t tx_size;               /* 0: the core's */
+    size_t rx_size;               /* 0: the core's */
+    size_t cq_size;               /* 0: the caller's or the core's */
+    bool no_delivery_complete;    /* transmit-complete only */
+    bool inject_zero;             /* inject_size 0 */
+    enum strictmr_atomics atomics;
+    size_t max_rma_size;          /* 0: no limit below the core's max_msg_size */
+    bool write_only;              /* FI_WRITE / FI_REMOTE_WRITE without FI_READ */
+    unsigned reg_cost_us;         /* fixed cost of each fi_mr_reg */
+    unsigned reg_cost_page_ns;    /* and per 4 KiB page */
+    size_t reg_limit;             /* live registrations per domain; 0: no limit */
+};
+
 struct strictmr_config {
     uint64_t mr_mode;  /* the FI_MR_* bits demanded of callers */
     size_t key_size;   /* bytes; > 8 only with FI_MR_RAW */
     char *report_path; /* FI_OFI_STRICTMR_REPORT, or NULL */
     bool valid;        /* false: a parameter was unreadable, getinfo offers nothing */
+    struct strictmr_behaviour nic;
 };
 extern struct strictmr_config strictmr_config;
 void strictmr_params_init(void);
@@ -274,6 +304,8 @@ int strictmr_rule(enum strictmr_rule rule, bool violated, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int strictmr_rule_errno(enum strictmr_rule rule);
 void strictmr_stats_read(struct strictmr_stats *stats);
+/* Counts n occurrences of a behaviour (strictmr_ext.h). */
+void strictmr_event(enum strictmr_event event, uint64_t n);
 const char *strictmr_rule_name(int rule);
 void strictmr_report_write(void);
 extern struct strictmr_stats_ops strictmr_stats_ops;

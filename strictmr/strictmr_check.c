@@ -77,6 +77,31 @@ static const struct strictmr_rule_desc rules[STRICTMR_RULE_COUNT] = {
 static _Atomic uint64_t checked[STRICTMR_RULE_COUNT];
 static _Atomic uint64_t violated[STRICTMR_RULE_COUNT];
 
+static const char *const event_names[STRICTMR_EV_COUNT] = {
+    [STRICTMR_EV_REORDERED] = "reordered",
+    [STRICTMR_EV_COMPLETIONS_REORDERED] = "completions_reordered",
+    [STRICTMR_EV_THREAD_OPS] = "thread_ops",
+    [STRICTMR_EV_THREAD_COMPLETIONS] = "thread_completions",
+    [STRICTMR_EV_TX_EAGAIN] = "tx_eagain",
+    [STRICTMR_EV_RX_EAGAIN] = "rx_eagain",
+    [STRICTMR_EV_CQ_FULL] = "cq_full",
+    [STRICTMR_EV_OP_REFUSED] = "op_refused",
+    [STRICTMR_EV_REG_CHARGED] = "reg_charged",
+    [STRICTMR_EV_REG_CHARGED_US] = "reg_charged_us",
+    [STRICTMR_EV_REG_REFUSED] = "reg_refused",
+};
+static _Atomic uint64_t events[STRICTMR_EV_COUNT];
+
+void strictmr_event(enum strictmr_event event, uint64_t n)
+{
+    atomic_fetch_add_explicit(&events[event], n, memory_order_relaxed);
+}
+
+static const char *strictmr_event_name(int event)
+{
+    return event >= 0 && event < STRICTMR_EV_COUNT ? event_names[event] : NULL;
+}
+
 int strictmr_rule_errno(enum strictmr_rule rule)
 {
     return rules[rule].err;
@@ -111,21 +136,26 @@ void strictmr_stats_read(struct strictmr_stats *stats)
         stats->checked[i] = atomic_load_explicit(&checked[i], memory_order_relaxed);
         stats->violated[i] = atomic_load_explicit(&violated[i], memory_order_relaxed);
     }
+    for (int i = 0; i < STRICTMR_EV_COUNT; i++) {
+        stats->events[i] = atomic_load_explicit(&events[i], memory_order_relaxed);
+    }
 }
 
 struct strictmr_stats_ops strictmr_stats_ops = {
     .size = sizeof(struct strictmr_stats_ops),
     .read = strictmr_stats_read,
     .rule_name = strictmr_rule_name,
+    .event_name = strictmr_event_name,
 };
 
-static size_t json_counters(char *buf, size_t len, const char *label, const uint64_t *values)
+static size_t json_counters(char *buf, size_t len, const char *label, const uint64_t *values,
+                            int count, const char *(*name)(int))
 {
     size_t used = (size_t)snprintf(buf, len, "\"%s\":{", label);
 
-    for (int i = 0; i < STRICTMR_RULE_COUNT && used < len; i++) {
+    for (int i = 0; i < count && used < len; i++) {
         used += (size_t)snprintf(buf + used, len - used, "%s\"%s\":%llu", i ? "," : "",
-                                 rules[i].name, (unsigned long long)values[i]);
+                                 name(i), (unsigned long long)values[i]);
     }
     if (used < len) {
         used += (size_t)snprintf(buf + used, len - used, "}");
@@ -148,9 +178,14 @@ void strictmr_report_write(void)
     strictmr_mode_str(strictmr_config.mr_mode, mode, sizeof(mode));
     used = (size_t)snprintf(line, sizeof(line), "{\"pid\":%d,\"mode\":\"%s\",\"key_size\":%zu,",
                             (int)getpid(), mode, strictmr_config.key_size);
-    used += json_counters(line + used, sizeof(line) - used, "checked", s.checked);
+    used += json_counters(line + used, sizeof(line) - used, "checked", s.checked,
+                          STRICTMR_RULE_COUNT, strictmr_rule_name);
     used += (size_t)snprintf(line + used, sizeof(line) - used, ",");
-    used += json_counters(line + used, sizeof(line) - used, "violations", s.violated);
+    used += json_counters(line + used, sizeof(line) - used, "violations", s.violated,
+                          STRICTMR_RULE_COUNT, strictmr_rule_name);
+    used += (size_t)snprintf(line + used, sizeof(line) - used, ",");
+    used += json_counters(line + used, sizeof(line) - used, "events", s.events,
+                          STRICTMR_EV_COUNT, strictmr_event_name);
     used += (size_t)snprintf(line + used, sizeof(line) - used, "}\n");
     fd = open(strictmr_config.report_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd < 0 || write(fd, line, used) != (ssize_t)used) {

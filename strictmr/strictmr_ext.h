@@ -30,9 +30,29 @@ enum strictmr_rule {
     STRICTMR_RULE_COUNT
 };
 
+/*
+ * What the provider did while behaving like a NIC (issue 25): each behaviour
+ * has a counter, so a test over a behaviour can show that it happened.
+ */
+enum strictmr_event {
+    STRICTMR_EV_REORDERED,         /* operations handed to the core in another order than posted */
+    STRICTMR_EV_COMPLETIONS_REORDERED, /* completions returned in another order than the core's */
+    STRICTMR_EV_THREAD_OPS,        /* operations the provider's own thread handed to the core */
+    STRICTMR_EV_THREAD_COMPLETIONS, /* core completions reaped by the provider's own thread */
+    STRICTMR_EV_TX_EAGAIN,         /* posts refused with -FI_EAGAIN: transmit queue full */
+    STRICTMR_EV_RX_EAGAIN,         /* receives refused with -FI_EAGAIN: receive queue full */
+    STRICTMR_EV_CQ_FULL,           /* completions that found their CQ full (an overrun on a NIC) */
+    STRICTMR_EV_OP_REFUSED,        /* operations the emulated NIC lacks (atomic, read, size, DC) */
+    STRICTMR_EV_REG_CHARGED,       /* fi_mr_reg calls that paid the registration cost */
+    STRICTMR_EV_REG_CHARGED_US,    /* microseconds charged for them in all */
+    STRICTMR_EV_REG_REFUSED,       /* fi_mr_reg calls refused: live registration limit */
+    STRICTMR_EV_COUNT
+};
+
 struct strictmr_stats {
     uint64_t checked[STRICTMR_RULE_COUNT];
     uint64_t violated[STRICTMR_RULE_COUNT];
+    uint64_t events[STRICTMR_EV_COUNT];
 };
 
 struct strictmr_stats_ops {
@@ -41,6 +61,8 @@ struct strictmr_stats_ops {
     void (*read)(struct strictmr_stats *stats);
     /* The rule's name as the JSON report spells it, or NULL. */
     const char *(*rule_name)(int rule);
+    /* The event's name as the JSON report spells it, or NULL. */
+    const char *(*event_name)(int event);
 };
 
 #endif /* STRICTMR_EXT_H */

@@ -16,6 +16,7 @@ struct strictmr_config strictmr_config = {
     .mr_mode = STRICTMR_DEFAULT_MODE,
     .key_size = STRICTMR_DEFAULT_KEY_SIZE,
     .valid = true,
+    .nic = {.progress_us = -1, .reorder_window = 8},
 };
 
 static const struct {
