@@ -14,6 +14,7 @@
 #include "btl_ofi_ops.h"
 #include "btl_ofi_params.h"
 #include "btl_ofi_pvar.h"
+#include "btl_ofi_rcache.h"
 #include "btl_ofi_report.h"
 
 static int mca_btl_ofi_device_error(const mca_btl_ofi_module_t *module, const char *call, int rc)
@@ -46,10 +47,34 @@ static bool mca_btl_ofi_local_only(const struct fi_info *info)
     return local_only;
 }
 
+/*
+ * The largest RMA the endpoint takes in one operation. libfabric 2.x lets a
+ * provider state it apart from max_msg_size (fi_endpoint(3), FI_OPT_MAX_RMA_SIZE,
+ * below it for some NICs); -FI_ENOPROTOOPT means max_msg_size is the limit.
+ */
+static size_t mca_btl_ofi_max_rma_size(const mca_btl_ofi_module_t *module)
+{
+    size_t limit = module->info->ep_attr->max_msg_size;
+#if defined(HAVE_DECL_FI_OPT_MAX_RMA_SIZE) && HAVE_DECL_FI_OPT_MAX_RMA_SIZE
+    size_t rma = 0, len = sizeof(rma);
+
+    if (0 == fi_getopt(&module->ep->fid, FI_OPT_ENDPOINT, FI_OPT_MAX_RMA_SIZE, &rma, &len) &&
+        sizeof(rma) == len && 0 != rma && rma < limit) {
+        opal_output_verbose(10, mca_btl_ofi_output,
+                            MCA_BTL_OFI_LOG "the endpoint takes RMA of up to %zu bytes "
+                                            "(FI_OPT_MAX_RMA_SIZE; max_msg_size %zu)",
+                            rma, limit);
+        limit = rma;
+    }
+#endif
+    return limit;
+}
+
 static void mca_btl_ofi_negotiated(mca_btl_ofi_module_t *module)
 {
     const struct fi_info *info = module->info;
     size_t key_size = info->domain_attr->mr_key_size;
+    size_t max_rma;
 
     module->virt_addr = !!(info->domain_attr->mr_mode & FI_MR_VIRT_ADDR);
     module->prov_key = !!(info->domain_attr->mr_mode & FI_MR_PROV_KEY);
@@ -76,11 +101,12 @@ static void mca_btl_ofi_negotiated(mca_btl_ofi_module_t *module)
     atomic_store(&module->next_key, 1);
 
     /* What the provider can move in one operation bounds what we advertise. */
-    if (module->super.btl_put_limit > info->ep_attr->max_msg_size) {
-        module->super.btl_put_limit = info->ep_attr->max_msg_size;
+    max_rma = mca_btl_ofi_max_rma_size(module);
+    if (module->super.btl_put_limit > max_rma) {
+        module->super.btl_put_limit = max_rma;
     }
-    if (module->super.btl_get_limit > info->ep_attr->max_msg_size) {
-        module->super.btl_get_limit = info->ep_attr->max_msg_size;
+    if (module->super.btl_get_limit > max_rma) {
+        module->super.btl_get_limit = max_rma;
     }
 }
 
@@ -173,6 +199,7 @@ int mca_btl_ofi_device_open(mca_btl_ofi_module_t *module, struct fi_info *info)
     module->cq = NULL;
     module->ep = NULL;
     module->proof_reg = NULL;
+    module->rcache = NULL;
 
     mca_btl_ofi_lists_construct(module);
     rc = mca_btl_ofi_open_fids(module);
@@ -185,6 +212,7 @@ int mca_btl_ofi_device_open(mca_btl_ofi_module_t *module, struct fi_info *info)
         return rc;
     }
     module->initialized = true;
+    mca_btl_ofi_rcache_init(module);
 
     /* The word that proof reads target; every peer may read it. */
     module->proof_word = 0;

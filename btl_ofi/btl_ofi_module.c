@@ -16,6 +16,7 @@
 #include "btl_ofi_mr.h"
 #include "btl_ofi_msg.h"
 #include "btl_ofi_ops.h"
+#include "btl_ofi_rcache.h"
 #include "btl_ofi_rdma.h"
 #include "btl_ofi_reg_pool.h"
 
@@ -100,6 +101,7 @@ int mca_btl_ofi_finalize(struct mca_btl_base_module_t *btl)
 
     /* Registrations and endpoints before the fids they belong to. */
     mca_btl_ofi_regs_release(module);
+    mca_btl_ofi_rcache_fini(module);
     if (NULL != module->proof_reg) {
         mca_btl_ofi_reg_destroy(module->proof_reg);
         module->proof_reg = NULL;

@@ -69,6 +69,8 @@ struct mca_btl_ofi_module_t {
     opal_mutex_t reg_lock;
     opal_list_t live_regs;
     opal_hash_table_t regs_by_key; /**< key -> live registration */
+    /** local registrations kept while their memory is mapped (btl_ofi_rcache.c), or NULL */
+    struct mca_btl_ofi_rcache_t *rcache;
     /** FI_MR_LOCAL: registered slabs of operation words (mca_btl_ofi_words_slab_t) */
     opal_list_t word_slabs;
 

@@ -16,6 +16,7 @@
 
 #include <string.h>
 
+#include "btl_ofi_rcache.h"
 #include "btl_ofi_reg_pool.h"
 
 static void mca_btl_ofi_reg_construct(mca_btl_ofi_reg_t *reg)
@@ -23,6 +24,9 @@ static void mca_btl_ofi_reg_construct(mca_btl_ofi_reg_t *reg)
     reg->mr = NULL;
     reg->desc = NULL;
     memset(&reg->handle, 0, sizeof(reg->handle));
+    reg->cached = false;
+    reg->gone = false;
+    reg->users = 0;
 }
 
 OBJ_CLASS_INSTANCE(mca_btl_ofi_reg_t, opal_list_item_t, mca_btl_ofi_reg_construct, NULL);
@@ -136,9 +140,17 @@ mca_btl_ofi_register_mem(struct mca_btl_base_module_t *btl,
     mca_btl_ofi_reg_t *reg;
 
     (void)endpoint;
-    (void)flags;
 
-    reg = mca_btl_ofi_reg_create(module, base, size);
+    if (0 == (flags & MCA_BTL_OFI_REG_FLAGS_REMOTE) && mca_btl_ofi_rcache_on(module)) {
+        /* a local buffer (osc/rdma's source or target of one put or get): cached */
+        reg = mca_btl_ofi_rcache_get(module, base, size);
+        return NULL == reg ? NULL : &reg->handle;
+    }
+    /* Without FI_MR_LOCAL a buffer only this process touches needs no provider registration
+     * (fi_mr(3)): the handle just records it. */
+    reg = 0 == (flags & MCA_BTL_OFI_REG_FLAGS_REMOTE) && !module->mr_local
+              ? mca_btl_ofi_reg_create(module, base, 0)
+              : mca_btl_ofi_reg_create(module, base, size);
     if (NULL == reg) {
         return NULL;
     }
@@ -170,6 +182,10 @@ int mca_btl_ofi_deregister_mem(struct mca_btl_base_module_t *btl,
         return OPAL_ERR_BAD_PARAM;
     }
     reg = container_of(handle, mca_btl_ofi_reg_t, handle);
+    if (reg->cached) {
+        mca_btl_ofi_rcache_put(module, reg);
+        return OPAL_SUCCESS;
+    }
 
     OPAL_THREAD_LOCK(&module->reg_lock);
     opal_list_remove_item(&module->live_regs, &reg->super);

@@ -25,11 +25,19 @@ struct mca_btl_base_registration_handle_t {
                          someone rewrote it does not pass (NOTES.txt section 3c) */
 };
 
+/** Registration flags that let peers in: such registrations are never cached. */
+#define MCA_BTL_OFI_REG_FLAGS_REMOTE                                                               \
+    (MCA_BTL_REG_FLAG_REMOTE_READ | MCA_BTL_REG_FLAG_REMOTE_WRITE | MCA_BTL_REG_FLAG_REMOTE_ATOMIC)
+
 typedef struct mca_btl_ofi_reg_t {
     opal_list_item_t super;
     struct fid_mr *mr; /**< NULL for an empty (zero-length) registration */
     void *desc;
     mca_btl_base_registration_handle_t handle;
+    /* the registration cache's (btl_ofi_rcache.c), under its lock */
+    bool cached;    /**< made by the cache: release it with mca_btl_ofi_rcache_put */
+    bool gone;      /**< its memory was unmapped: closed with its last user */
+    uint32_t users; /**< operations and handles using it now */
 } mca_btl_ofi_reg_t;
 OBJ_CLASS_DECLARATION(mca_btl_ofi_reg_t);
 

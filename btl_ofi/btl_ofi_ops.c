@@ -8,6 +8,7 @@
 
 #include <string.h>
 
+#include "btl_ofi_rcache.h"
 #include "btl_ofi_report.h"
 
 OBJ_CLASS_INSTANCE(mca_btl_ofi_op_t, opal_free_list_item_t, NULL, NULL);
@@ -101,7 +102,11 @@ mca_btl_ofi_op_t *mca_btl_ofi_op_alloc(mca_btl_ofi_module_t *module,
 void mca_btl_ofi_op_release(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op)
 {
     if (OPAL_UNLIKELY(NULL != op->transient)) {
-        mca_btl_ofi_reg_destroy(op->transient);
+        if (op->transient->cached) {
+            mca_btl_ofi_rcache_put(module, op->transient);
+        } else {
+            mca_btl_ofi_reg_destroy(op->transient);
+        }
         op->transient = NULL;
     }
     if (OPAL_UNLIKELY(NULL != op->in_flight)) {
@@ -247,7 +252,9 @@ int mca_btl_ofi_op_words_init(opal_free_list_item_t *item, void *ctx)
 bool mca_btl_ofi_op_transient_desc(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
                                    void *address, size_t size, void **desc)
 {
-    op->transient = mca_btl_ofi_reg_create(module, address, size);
+    op->transient = mca_btl_ofi_rcache_on(module) && 0 != size
+                        ? mca_btl_ofi_rcache_get(module, address, size)
+                        : mca_btl_ofi_reg_create(module, address, size);
     if (NULL == op->transient) {
         mca_btl_ofi_op_release(module, op);
         return false;

@@ -89,6 +89,16 @@ static mca_btl_ofi_int_param_t mca_btl_ofi_int_params[] = {
         .value = &mca_btl_ofi_params.put_coalesce_max,
     },
     {
+        .name = "rcache_size",
+        .help = "Local registrations (buffers registered for one put or get, without remote "
+                "access) kept after use while their memory stays mapped, so that a repeated "
+                "operation pays no registration; 0 turns the cache off",
+        .default_text = "64",
+        .min = 0,
+        .max = 1 << 20,
+        .value = &mca_btl_ofi_params.rcache_size,
+    },
+    {
         .name = "inject_eagain",
         .help = "Debug fault injection: per 1000 puts, gets and atomics, how many are refused "
                 "as if the provider returned -FI_EAGAIN",

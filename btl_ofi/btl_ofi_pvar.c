@@ -69,6 +69,24 @@ static const struct {
                                         "Peers' questions about a registration answered by this "
                                         "process",
                                         MCA_BASE_PVAR_CLASS_COUNTER},
+    [MCA_BTL_OFI_CNT_RCACHE_HITS] = {"rcache_hits",
+                                     "Local buffers that found a cached registration",
+                                     MCA_BASE_PVAR_CLASS_COUNTER},
+    [MCA_BTL_OFI_CNT_RCACHE_MISSES] = {"rcache_misses",
+                                       "Local buffers registered (whole pages) for the "
+                                       "registration cache",
+                                       MCA_BASE_PVAR_CLASS_COUNTER},
+    [MCA_BTL_OFI_CNT_RCACHE_INVALIDATED] = {"rcache_invalidated",
+                                            "Cached registrations forgotten because their "
+                                            "memory was unmapped or given back",
+                                            MCA_BASE_PVAR_CLASS_COUNTER},
+    [MCA_BTL_OFI_CNT_RCACHE_EVICTED] = {"rcache_evicted",
+                                        "Unused cached registrations closed to stay within "
+                                        "btl_ofi_rcache_size",
+                                        MCA_BASE_PVAR_CLASS_COUNTER},
+    [MCA_BTL_OFI_CNT_RCACHE_ENTRIES] = {"rcache_entries",
+                                        "Registrations the registration cache holds now",
+                                        MCA_BASE_PVAR_CLASS_LEVEL},
     [MCA_BTL_OFI_CNT_MR_MODE] = {"mr_mode",
                                  "The memory-registration mode negotiated with the provider "
                                  "(FI_MR_* bits)",

@@ -34,6 +34,11 @@ enum mca_btl_ofi_counter_id_t {
     MCA_BTL_OFI_CNT_HANDLES_STALE,
     MCA_BTL_OFI_CNT_HANDLES_LOCATED,
     MCA_BTL_OFI_CNT_LOCATE_ANSWERS,
+    MCA_BTL_OFI_CNT_RCACHE_HITS,
+    MCA_BTL_OFI_CNT_RCACHE_MISSES,
+    MCA_BTL_OFI_CNT_RCACHE_INVALIDATED,
+    MCA_BTL_OFI_CNT_RCACHE_EVICTED,
+    MCA_BTL_OFI_CNT_RCACHE_ENTRIES, /**< level: registrations the cache holds */
     MCA_BTL_OFI_CNT_MR_MODE,  /**< the negotiated FI_MR_* bits (set once, at init) */
     MCA_BTL_OFI_CNT_KEY_SIZE, /**< the negotiated mr_key_size in bytes (set once, at init) */
     MCA_BTL_OFI_CNT_MAX,

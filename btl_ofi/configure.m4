@@ -55,6 +55,7 @@ AC_DEFUN([MCA_opal_btl_ofi_CONFIG],[
                           [btl_ofi_happy=no
                            btl_ofi_why="rdma/fabric.h lacks definitions btl/ofi needs (see config.log)"],
                           [[#include <rdma/fabric.h>]])
+           AC_CHECK_DECLS([FI_OPT_MAX_RMA_SIZE], [], [], [[#include <rdma/fi_endpoint.h>]])
            AC_CHECK_HEADERS([rdma/fi_atomic.h rdma/fi_rma.h], [],
                             [btl_ofi_happy=no
                              btl_ofi_why="rdma/fi_atomic.h or rdma/fi_rma.h is missing"])

@@ -26,7 +26,8 @@ COUNTERS = tuple(PREFIX + name for name in (
     "atomic_emulated_count", "cq_entries", "cq_errors", "flush_count", "proof_reads",
     "registrations", "registrations_live", "post_eagain", "put_gathered", "put_batches",
     "put_batches_applied", "handles_stale", "handles_located", "locate_answers",
-    "injected_faults",
+    "injected_faults", "rcache_hits", "rcache_misses", "rcache_invalidated", "rcache_evicted",
+    "rcache_entries",
 ))
 
 _CDEF = """

@@ -43,6 +43,7 @@ def main(plan_path, report_path):
         emit({"type": "start", "nranks": comm.Get_size(), "thread_level": MPI.Query_thread(),
               "counters": states, "pid": os.getpid()})
     ctx = rank_checks.Ctx(comm)
+    ctx.counters = counters  # for checks that judge phases of their own
     live_before = comm.reduce(counters.snapshot().get("registrations_live", 0), root=0)
     for spec in plan["checks"]:
         comm.Barrier()

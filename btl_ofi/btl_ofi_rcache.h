@@ -1,0 +1,39 @@
+/*
+ * btl-ofi registration cache (btl_ofi_rcache.c): local buffers registered
+ * for one operation at a time (osc/rdma's btl_register_mem without remote
+ * access, and FI_MR_LOCAL buffers that came without a handle) keep their
+ * registration while their memory stays mapped, so that a repeated operation
+ * from the same buffer pays no fi_mr_reg (NOTES.txt section 3d).
+ */
+
+#ifndef MCA_BTL_OFI_RCACHE_H
+#define MCA_BTL_OFI_RCACHE_H
+
+#include "btl_ofi_mr.h"
+
+BEGIN_C_DECLS
+
+/**
+ * Start the module's cache when btl_ofi_rcache_size allows it and Open MPI's
+ * memory hooks report munmap (so that freed memory is forgotten). Without
+ * them the cache stays off and says why at verbose level 10.
+ */
+void mca_btl_ofi_rcache_init(mca_btl_ofi_module_t *module);
+/** Close every cached registration (at finalize, after the last operation). */
+void mca_btl_ofi_rcache_fini(mca_btl_ofi_module_t *module);
+/** Whether local registrations of this module go through the cache. */
+bool mca_btl_ofi_rcache_on(const mca_btl_ofi_module_t *module);
+/**
+ * A registration covering [base, base + size) for local access: a cached one,
+ * or a new one of the whole pages, then cached. Release it with
+ * mca_btl_ofi_rcache_put.
+ *
+ * @retval the registration, or NULL if the provider refused
+ */
+mca_btl_ofi_reg_t *mca_btl_ofi_rcache_get(mca_btl_ofi_module_t *module, void *base, size_t size);
+/** One user fewer; a registration whose memory went away is closed with its last user. */
+void mca_btl_ofi_rcache_put(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t *reg);
+
+END_C_DECLS
+
+#endif /* MCA_BTL_OFI_RCACHE_H */
