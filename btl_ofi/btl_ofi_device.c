@@ -117,7 +117,12 @@ static int mca_btl_ofi_open_fids(mca_btl_ofi_module_t *module)
                     ? FI_AV_TABLE
                     : module->info->domain_attr->av_type,
     };
+    /* Room for a completion of every transmit and receive the endpoint can hold at once
+     * (fi_cq(3): a CQ that overruns loses completions); 0 lets the provider choose. */
     struct fi_cq_attr cq_attr = {
+        .size = module->info->tx_attr->size && module->info->rx_attr->size
+                    ? module->info->tx_attr->size + module->info->rx_attr->size
+                    : 0,
         .format = FI_CQ_FORMAT_CONTEXT,
         .wait_obj = FI_WAIT_NONE,
     };
