@@ -273,6 +273,15 @@ void mca_btl_ofi_params_register(const mca_base_component_t *component)
         "as for ops the provider lacks",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_btl_ofi_params.force_atomic_emulation);
+
+    mca_btl_ofi_params.proof_trusts_order = false;
+    (void)mca_base_component_var_register(
+        component, "proof_trusts_order",
+        "Debug, breaks MPI semantics: in read_proof completion, take a provider that does not "
+        "grant read-after-write ordering, so a proof read may overtake the writes it should "
+        "prove (the negative control of the reordering tests)",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_btl_ofi_params.proof_trusts_order);
 }
 
 bool mca_btl_ofi_params_valid(void)

@@ -61,6 +61,7 @@ typedef struct mca_btl_ofi_params_t {
     int progress_batch;
     int op_free_list_max;
     bool force_atomic_emulation;
+    bool proof_trusts_order; /**< debug: read_proof without read-after-write ordering */
     int nofetch_as_fetch; /**< non-fetching atomics as fetching: -1 auto (shm), 0 never, 1 always */
     int put_coalesce;     /**< small puts gathered into messages: -1 auto (tcp), 0 never, 1 always */
     int put_coalesce_max; /**< the largest put that is gathered, in bytes */
