@@ -20,7 +20,7 @@ static void usage(const void *arg)
             "  -x WARMUP    untimed warm-up iterations (default: iterations/10, at most 100)\n"
             "  -B BYTES     bytes per size before iterations are lowered (default 256M)\n"
             "  -W N         operations per synchronization (default %d)\n"
-            "  -w FLAVOR    window flavor: create (default) or dynamic\n"
+            "  -w FLAVOR    window flavor: create (default), dynamic or allocate\n"
             "  -s SYNC      flush (lock_all + flush, default) or fence\n"
             "  -d DIR       uni (default) or bi\n"
             "  -j           JSON lines instead of a table\n"
@@ -30,7 +30,8 @@ static void usage(const void *arg)
 }
 
 /* Option values, in the order of their enums. */
-static const char *const flavor_names[] = {"create", "dynamic"};
+static const char *const flavor_names[] = {"create", "dynamic", "allocate"};
+static const char *const flavor_calls[] = {"Win_create", "dynamic", "Win_allocate"};
 static const char *const sync_names[] = {"flush", "fence"};
 static const char *const dir_names[] = {"uni", "bi"};
 
@@ -40,7 +41,7 @@ static int parse_opts(int argc, char **argv, void *arg)
     bench_opts_t *opt = &((bench_ctx_t *)arg)->opt;
     const harness_opt_t table[] = {
         BENCH_SWEEP_OPTS(&opt->sweep),
-        HARNESS_NAMED('w', HARNESS_OPT_CHOICE, &opt->flavor, flavor_names, 2),
+        HARNESS_NAMED('w', HARNESS_OPT_CHOICE, &opt->flavor, flavor_names, 3),
         HARNESS_NAMED('s', HARNESS_OPT_CHOICE, &opt->sync, sync_names, 2),
         HARNESS_NAMED('d', HARNESS_OPT_CHOICE, &opt->bidir, dir_names, 2),
         HARNESS_FLAG('r', &opt->require_ofi, 1),
@@ -105,10 +106,12 @@ static int window_open(bench_ctx_t *ctx)
     MPI_Aint mine = 0;
 
     ctx->win_len = len;
-    ctx->win_buf = page_alloc(len);
+    /* Win_allocate's memory comes from MPI below */
+    ctx->win_buf = BENCH_WIN_ALLOCATE == ctx->opt.flavor ? NULL : page_alloc(len);
     ctx->origin = page_alloc(len);
     ctx->result = calloc(results, sizeof(int64_t));
-    if (!harness_min_int(NULL != ctx->win_buf && NULL != ctx->origin && NULL != ctx->result)) {
+    if (!harness_min_int((NULL != ctx->win_buf || BENCH_WIN_ALLOCATE == ctx->opt.flavor) &&
+                         NULL != ctx->origin && NULL != ctx->result)) {
         if (0 == ctx->rank) {
             fprintf(stderr, "%s: cannot allocate 2 x %zu bytes\n", ctx->prog->name, len);
         }
@@ -117,6 +120,10 @@ static int window_open(bench_ctx_t *ctx)
     if (BENCH_WIN_CREATE == ctx->opt.flavor) {
         rc = MPI_Win_create(ctx->win_buf, (MPI_Aint)len, 1, MPI_INFO_NULL, MPI_COMM_WORLD,
                             &ctx->win);
+    } else if (BENCH_WIN_ALLOCATE == ctx->opt.flavor) {
+        rc = MPI_Win_allocate((MPI_Aint)len, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &ctx->win_mem,
+                              &ctx->win);
+        ctx->win_buf = MPI_SUCCESS == rc ? ctx->win_mem : NULL;
     } else {
         rc = MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &ctx->win);
         if (MPI_SUCCESS == rc) {
@@ -129,8 +136,7 @@ static int window_open(bench_ctx_t *ctx)
     if (!harness_min_int(MPI_SUCCESS == rc)) {
         if (0 == ctx->rank) {
             fprintf(stderr, "%s: the %s window could not be created: not supported here\n",
-                    ctx->prog->name,
-                    BENCH_WIN_CREATE == ctx->opt.flavor ? "Win_create" : "dynamic");
+                    ctx->prog->name, flavor_calls[ctx->opt.flavor]);
         }
         return HARNESS_EXIT_SKIP;
     }
@@ -145,7 +151,9 @@ static void window_close(bench_ctx_t *ctx)
         }
         MPI_Win_free(&ctx->win);
     }
-    free(ctx->win_buf);
+    if (BENCH_WIN_ALLOCATE != ctx->opt.flavor) {
+        free(ctx->win_buf);
+    }
     free(ctx->origin);
     free(ctx->result);
 }

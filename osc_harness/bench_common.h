@@ -18,7 +18,7 @@
 #include "bench_sizes.h"
 #include "ofi_pvars.h"
 
-typedef enum { BENCH_WIN_CREATE, BENCH_WIN_DYNAMIC } bench_flavor_t;
+typedef enum { BENCH_WIN_CREATE, BENCH_WIN_DYNAMIC, BENCH_WIN_ALLOCATE } bench_flavor_t;
 typedef enum { BENCH_SYNC_FLUSH, BENCH_SYNC_FENCE } bench_sync_t;
 
 /* Counter masks: the btl-ofi counters an operation must move. */
@@ -88,6 +88,7 @@ typedef struct bench_ctx {
     bench_opts_t opt;
     MPI_Win win;
     char *win_buf; /* local window memory (page aligned) */
+    void *win_mem; /* MPI_Win_allocate's memory (flavor allocate) */
     size_t win_len;
     MPI_Aint peer_base;   /* displacement of the peer's window memory (0 unless dynamic) */
     char *origin;         /* source / destination buffer, win_len bytes; cas: desired, compare */

@@ -1,0 +1,99 @@
+"""btl-ofi on ofi_strictmr's NIC profiles (issue 25; strictmr/README.md "Profiles").
+
+FI_OFI_STRICTMR_PROFILE makes the strict provider behave like a NIC family at
+once: its MR mode and key size, and what the local cores never do (apply and
+complete operations out of order, progress on their own, refuse posts beyond
+a small queue, complete at transmit only, lack atomics, charge for each
+registration). Per profile x core (shm, tcp;ofi_rxm) this runs the harness
+programs through btl-ofi: osc_stress (2 ranks; 3 ranks over create, dynamic
+and allocate windows), a short osc_soak, osc_threads (MPI_THREAD_MULTIPLE)
+and osc_flush_visibility. Each must exit 0 with its own exact-result checks
+passed and btl-ofi's counters moved (the programs exit 2 otherwise). From the
+provider's report: no MR violation, no completion overrun (cq_full), no
+operation the emulated NIC lacks (op_refused: btl-ofi must not post one),
+and every behaviour the profile turns on must have happened (its event
+counter moved) -- so a profile that did nothing fails.
+
+The conformance fast slice runs on the profiles too (matrix.strict_groups).
+"""
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+import launcher
+import matrix
+
+pytestmark = pytest.mark.reliability
+
+PROGRAMS = {  # name -> (ranks, program, arguments, timeout)
+    "stress2": (2, "osc_stress", ["-e", "8"], 240),
+    "stress3": (3, "osc_stress", ["-e", "6", "-f", "create,dynamic,allocate"], 300),
+    "soak": (2, "osc_soak", ["-n", "20000", "-k", "1000", "-r", "3"], 240),
+    "threads": (2, "osc_threads", ["-t", "4", "-i", "100"], 240),
+    "visibility": (2, "osc_flush_visibility", [str(4 << 20), "20"], 240),
+}
+
+
+def _report(path):
+    """Violations, events and behaviour settings summed over the report's lines."""
+    violations, events, settings = {}, {}, {}
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    for line in lines:
+        rec = json.loads(line)
+        for rule, n in rec.get("violations", {}).items():
+            violations[rule] = violations.get(rule, 0) + n
+        for ev, n in rec.get("events", {}).items():
+            events[ev] = events.get(ev, 0) + n
+        settings = rec.get(matrix.STRICT_REPORT_SETTINGS, settings)
+    return len(lines), {k: v for k, v in violations.items() if v}, events, settings
+
+
+def _program_args(name, seed):
+    nranks, prog, args, timeout = PROGRAMS[name]
+    if prog == "osc_stress":
+        args = ["-s", str(seed)] + args
+    return nranks, prog, args, timeout
+
+
+@pytest.mark.parametrize("program", list(PROGRAMS))
+@pytest.mark.parametrize("core", matrix.STRICT_CORES)
+@pytest.mark.parametrize("profile", list(matrix.STRICT_PROFILES))
+def test_profile(profile, core, program, tmp_path):
+    env = launcher.mpi_env()
+    libexec = env.get("BTL_OFI_LIBEXECDIR", "")
+    seed = random.randrange(1 << 30)
+    nranks, prog, args, timeout = _program_args(program, seed)
+    exe = Path(libexec, prog)
+    assert exe.exists(), f"{exe} missing: run make install"
+    report = tmp_path / "strictmr.jsonl"
+    env.update(matrix.profile_env(profile, report))
+    argv = launcher.mpirun_argv(nranks, f"{core};ofi_strictmr", program=exe, program_args=args,
+                                native=True, forward=sorted(k for k in env if k.startswith("FI_")))
+    run = launcher.run_argv(argv, timeout, env, tmp_path)
+    where = f"profile {profile} over {core}: {prog} {' '.join(args)}"
+    out = run.stdout + run.stderr
+    assert not run.timed_out, f"{where}: timeout after {timeout}s\n{out[-3000:]}"
+    assert run.returncode == 0, f"{where}: exit {run.returncode} (2: not carried by btl-ofi)" \
+                                f"\n{out[-3000:]}"
+    if prog == "osc_flush_visibility":
+        line = next((ln for ln in run.stdout.splitlines() if ln.startswith("size=")), "")
+        assert " stale=0 " in f" {line} ", f"{where}: {line or out[-2000:]}"
+    else:
+        assert "RESULT PASSED" in run.stdout, f"{where}: no RESULT PASSED\n{out[-3000:]}"
+    lines, violations, events, settings = _report(report)
+    assert lines >= nranks, f"{where}: {lines} report lines from {nranks} ranks ({report})"
+    problems = []
+    if violations:
+        problems.append(f"MR violations {violations}")
+    for ev in ("cq_full", "op_refused"):
+        if events.get(ev, 0):
+            problems.append(f"{ev}={events[ev]} (btl-ofi overran a CQ or posted what the NIC "
+                            f"lacks)")
+    for behaviour, ev in matrix.profile_events(settings, prog).items():
+        if not events.get(ev, 0):
+            problems.append(f"{behaviour} is on in this profile but its counter {ev} did not "
+                            f"move (events {events})")
+    assert not problems, f"{where}: " + "; ".join(problems)
