@@ -58,6 +58,17 @@ STRICT_SETS = {
     "efa-like": ("local", "virt_addr", "allocated", "prov_key", "endpoint"),
 }
 STRICT_KEY_SIZES = (2, 4)
+# ofi_strictmr's NIC profiles (FI_OFI_STRICTMR_PROFILE, strictmr/README.md "Profiles"):
+# name -> (the FI_MR_* bits and key size it demands); its behaviours (reordering, own
+# progress, queue sizes, completion level, atomics, registration cost) are in the
+# "nic" object of each report line.
+STRICT_PROFILES = {
+    "verbs-like": (STRICT_SETS["verbs-like"], 4),
+    "efa-like": (STRICT_SETS["efa-like"], 2),
+    "cxi-like": (STRICT_SETS["cxi-like"], 4),
+    "psm3-like": ((), 8),
+}
+STRICT_REPORT_SETTINGS = "nic"
 
 PUT_GET_LIMIT = 65536  # the "split" variant caps BTL put/get at this size
 
@@ -117,10 +128,12 @@ class Group:
     variant: str
     mr: str = ""
     strict: tuple = ()  # (mode set name, key size) for provider "<core>;ofi_strictmr"
+    profile: bool = False  # strict[0] names a STRICT_PROFILES profile, not a mode set
 
     @property
     def label(self):
-        strict = f"|{self.strict[0]},key{self.strict[1]}" if self.strict else ""
+        strict = f"|{'profile ' if self.profile else ''}{self.strict[0]},key{self.strict[1]}" \
+            if self.strict else ""
         return f"{self.provider}{strict}|mr={self.mr or '?'}|np{self.nranks}|{self.variant}"
 
     def mr_bits(self):
@@ -140,6 +153,8 @@ class Group:
         """libfabric variables of this launch: the strict provider's demands and report."""
         if not self.strict:
             return {}
+        if self.profile:
+            return profile_env(self.strict[0], Path(workdir) / "strictmr.jsonl")
         return {"FI_PROVIDER_PATH": str(strict_provider_dir()),
                 "FI_OFI_STRICTMR_MR_MODE": ",".join(STRICT_SETS[self.strict[0]]),
                 "FI_OFI_STRICTMR_KEY_SIZE": str(self.strict[1]),
@@ -149,6 +164,26 @@ class Group:
 def strict_provider_dir():
     """Where make install put libstrictmr-fi.so (beside the component)."""
     return Path(launcher.load_env_file()["BTL_OFI_COMPONENT_DIR"]) / "prov"
+
+
+def profile_env(profile, report):
+    """libfabric variables that make ofi_strictmr behave as a NIC profile."""
+    return {"FI_PROVIDER_PATH": str(strict_provider_dir()), "FI_OFI_STRICTMR_PROFILE": profile,
+            "FI_OFI_STRICTMR_REPORT": str(report)}
+
+
+def profile_events(settings, program=None):
+    """behaviour -> the report event that must have moved in a run with these settings
+    (a report line's "nic" object). A queue size is a limit that a run may not reach, so
+    it is judged by the tight-queue rows, not here."""
+    need = {}
+    if settings.get("reorder"):
+        need["reordering"] = "reordered"
+    if settings.get("progress_us", -1) >= 0:
+        need["its own progress"] = "thread_completions"
+    if settings.get("reg_cost_us") or settings.get("reg_cost_page_ns"):
+        need["the registration cost"] = "reg_charged"
+    return need
 
 
 def mr_label(bits):
@@ -479,10 +514,15 @@ def strict_groups(providers):
     """ofi_strictmr rows over each strict core under test, if it is installed."""
     if not (strict_provider_dir() / "libstrictmr-fi.so").exists():
         return []
-    return [Group(f"{core};ofi_strictmr", "default", 2, "base", mr_label(set(bits)),
+    sets = [Group(f"{core};ofi_strictmr", "default", 2, "base", mr_label(set(bits)),
                   (name, key))
             for core in STRICT_CORES if core in providers
             for name, bits in STRICT_SETS.items() for key in STRICT_KEY_SIZES]
+    profiles = [Group(f"{core};ofi_strictmr", "default", 2, "base", mr_label(set(bits)),
+                      (name, key), profile=True)
+                for core in STRICT_CORES if core in providers
+                for name, (bits, key) in STRICT_PROFILES.items()]
+    return sets + profiles
 
 
 def groups(providers, full=False, strict=True):

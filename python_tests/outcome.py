@@ -188,8 +188,36 @@ def strict_report(launch):
     return checked, {rule: n for rule, n in violations.items() if n}
 
 
+def strict_events(launch):
+    """(events summed over the strict provider's report lines, the "nic" settings of the
+    last line); ({}, {}) if it wrote none."""
+    path = getattr(launch, "strict_report", None)
+    events, settings = {}, {}
+    if path is None or not path.exists():
+        return events, settings
+    for line in path.read_text(encoding="utf-8").splitlines():
+        entry = json.loads(line)
+        for name, n in entry.get("events", {}).items():
+            events[name] = events.get(name, 0) + n
+        settings = entry.get(matrix.STRICT_REPORT_SETTINGS, settings)
+    return events, settings
+
+
+def profile_problems(events, settings):
+    """What a run on a NIC profile did wrong by the provider's events: a completion
+    overrun, an operation the NIC lacks, or a behaviour of the profile that never
+    happened (so the row would have tested nothing)."""
+    problems = [f"{ev}={events[ev]} (btl-ofi overran its CQ or posted what the NIC lacks)"
+                for ev in ("cq_full", "op_refused") if events.get(ev, 0)]
+    problems += [f"{behaviour} is on in this profile, but the provider's {ev} counter did not "
+                 f"move" for behaviour, ev in matrix.profile_events(settings).items()
+                 if not events.get(ev, 0)]
+    return problems
+
+
 def judge_strict(launch, group, where):
-    """ofi_strictmr checked the launch's operations and found no violation."""
+    """ofi_strictmr checked the launch's operations and found no violation (and, on a NIC
+    profile, every behaviour of the profile happened and nothing overran)."""
     report = strict_report(launch)
     if report is None:
         return Verdict("fail", f"{where}: ofi_strictmr wrote no report "
@@ -198,6 +226,11 @@ def judge_strict(launch, group, where):
     if checked == 0 or violations:
         return Verdict("fail", f"{where}: ofi_strictmr checked {checked} operations and found "
                                f"violations {violations or 'none'}\n  {launch.command_line()}")
+    if getattr(group, "profile", False):
+        problems = profile_problems(*strict_events(launch))
+        if problems:
+            return Verdict("fail", f"{where}: " + "; ".join(problems)
+                           + f"\n  {launch.command_line()}")
     return None
 
 

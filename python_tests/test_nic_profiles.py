@@ -17,7 +17,6 @@ counter moved) -- so a profile that did nothing fails.
 The conformance fast slice runs on the profiles too (matrix.strict_groups).
 """
 
-import json
 import random
 from pathlib import Path
 
@@ -25,6 +24,7 @@ import pytest
 
 import launcher
 import matrix
+import outcome
 
 pytestmark = pytest.mark.reliability
 
@@ -35,20 +35,6 @@ PROGRAMS = {  # name -> (ranks, program, arguments, timeout)
     "threads": (2, "osc_threads", ["-t", "4", "-i", "100"], 240),
     "visibility": (2, "osc_flush_visibility", [str(4 << 20), "20"], 240),
 }
-
-
-def _report(path):
-    """Violations, events and behaviour settings summed over the report's lines."""
-    violations, events, settings = {}, {}, {}
-    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-    for line in lines:
-        rec = json.loads(line)
-        for rule, n in rec.get("violations", {}).items():
-            violations[rule] = violations.get(rule, 0) + n
-        for ev, n in rec.get("events", {}).items():
-            events[ev] = events.get(ev, 0) + n
-        settings = rec.get(matrix.STRICT_REPORT_SETTINGS, settings)
-    return len(lines), {k: v for k, v in violations.items() if v}, events, settings
 
 
 def _program_args(name, seed):
@@ -83,17 +69,10 @@ def test_profile(profile, core, program, tmp_path):
         assert " stale=0 " in f" {line} ", f"{where}: {line or out[-2000:]}"
     else:
         assert "RESULT PASSED" in run.stdout, f"{where}: no RESULT PASSED\n{out[-3000:]}"
-    lines, violations, events, settings = _report(report)
+    run.strict_report = report
+    lines = len(report.read_text().splitlines()) if report.exists() else 0
     assert lines >= nranks, f"{where}: {lines} report lines from {nranks} ranks ({report})"
-    problems = []
-    if violations:
-        problems.append(f"MR violations {violations}")
-    for ev in ("cq_full", "op_refused"):
-        if events.get(ev, 0):
-            problems.append(f"{ev}={events[ev]} (btl-ofi overran a CQ or posted what the NIC "
-                            f"lacks)")
-    for behaviour, ev in matrix.profile_events(settings, prog).items():
-        if not events.get(ev, 0):
-            problems.append(f"{behaviour} is on in this profile but its counter {ev} did not "
-                            f"move (events {events})")
+    checked, violations = outcome.strict_report(run)
+    problems = [f"MR violations {violations}"] if violations else []
+    problems += outcome.profile_problems(*outcome.strict_events(run))
     assert not problems, f"{where}: " + "; ".join(problems)
