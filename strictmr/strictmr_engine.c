@@ -91,7 +91,7 @@ struct strictmr_engine_domain {
 };
 
 /* ---------------------------------------------------------------- params */
-static bool read_size(const char *name, size_t *out)
+static bool read_size(const char *name, const char *variable, size_t *out)
 {
     int value;
 
@@ -102,7 +102,7 @@ static bool read_size(const char *name, size_t *out)
         FI_WARN(&strictmr_prov, FI_LOG_CORE,
                 "FI_OFI_STRICTMR_%s=%d: a size is >= 0 (0: the core's): the provider offers "
                 "nothing\n",
-                name, value);
+                variable, value);
         return false;
     }
     *out = (size_t)value;
@@ -148,9 +148,9 @@ void strictmr_engine_params(void)
     if (!fi_param_get_int(&strictmr_prov, "progress_us", &value)) {
         nic->progress_us = value;
     }
-    ok = read_size("tx_size", &nic->tx_size) && ok;
-    ok = read_size("rx_size", &nic->rx_size) && ok;
-    ok = read_size("cq_size", &nic->cq_size) && ok;
+    ok = read_size("tx_size", "TX_SIZE", &nic->tx_size) && ok;
+    ok = read_size("rx_size", "RX_SIZE", &nic->rx_size) && ok;
+    ok = read_size("cq_size", "CQ_SIZE", &nic->cq_size) && ok;
     if (!ok) {
         strictmr_config.valid = false;
     }
