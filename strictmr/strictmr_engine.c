@@ -222,6 +222,9 @@ int strictmr_engine_core_info(const struct fi_info *info, struct fi_info **core)
     }
     if (strictmr_config.nic.progress_us >= 0) {
         asked->domain_attr->data_progress = FI_PROGRESS_UNSPEC;
+        /* our thread calls the core beside the caller's threads, whatever the caller
+         * promised about its own: the AV and MR calls do not take the engine lock */
+        asked->domain_attr->threading = FI_THREAD_SAFE;
     }
     if (strictmr_config.nic.tx_size) {
         asked->tx_attr->size = 0;
