@@ -173,6 +173,7 @@ struct strictmr_domain {
     pthread_mutex_t lock; /* the local MR table, raw maps, endpoint ids */
     struct strictmr_segment table_seg;
     struct strictmr_table *table;
+    struct strictmr_engine_domain *engine; /* NULL: no NIC data-path behaviour is on */
     struct strictmr_mr **local; /* slot -> our MR, NULL when closed */
     struct strictmr_raw_map *raw_maps;
     size_t raw_map_count;
@@ -201,6 +202,7 @@ struct strictmr_cq {
     pthread_mutex_t lock;
     struct strictmr_cq_error *head, *tail; /* errors this provider raised */
     atomic_int refs;
+    struct strictmr_engine_cq *engine; /* NULL: the core's entries pass through */
 };
 
 struct strictmr_ep {
@@ -212,6 +214,7 @@ struct strictmr_ep {
     struct strictmr_cq *rx_cq;
     uint32_t id;
     struct strictmr_segment published;
+    struct strictmr_engine_ep *engine; /* NULL: posts go straight to the core */
 };
 
 struct strictmr_mr {
@@ -258,6 +261,98 @@ struct strictmr_ep *strictmr_ep_of(struct fid *fid);
 struct strictmr_peer *strictmr_av_peer(struct strictmr_av *av, fi_addr_t addr);
 /* Queues an error completion this provider raised. */
 int strictmr_cq_raise(struct strictmr_cq *cq, void *context, uint64_t flags, int err);
+
+/* ---------------------------------------------------------------- engine */
+/*
+ * The NIC data path (strictmr_engine.c): reordering, own progress, tight queues.
+ * Used only when one of them is on (strictmr_engine_on); then every post of an
+ * endpoint goes through strictmr_engine_post and every CQ read through the
+ * engine's completion ring.
+ */
+struct strictmr_engine_domain;
+struct strictmr_engine_cq;
+struct strictmr_engine_ep;
+
+enum strictmr_post_kind {
+    STRICTMR_POST_SEND,
+    STRICTMR_POST_RECV,
+    STRICTMR_POST_WRITE,
+    STRICTMR_POST_READ,
+    STRICTMR_POST_ATOMIC,
+    STRICTMR_POST_FETCH,
+    STRICTMR_POST_COMPARE
+};
+
+/* One checked operation in the form of the *msg calls, with the core's keys and addresses. */
+struct strictmr_post {
+    enum strictmr_post_kind kind;
+    uint64_t flags;  /* as for the *msg calls (FI_REMOTE_CQ_DATA for the *data calls) */
+    bool op_flags;   /* a call without flags: the endpoint's operation flags apply */
+    bool inject;     /* fi_inject*: no completion, the buffer is the caller's again at return */
+    const struct iovec *iov; /* messages and RMA */
+    size_t iov_count;
+    const struct fi_ioc *ioc[3]; /* atomics: data, result, compare */
+    size_t ioc_count[3];
+    size_t datatype_size;
+    const struct fi_rma_iov *rma; /* RMA */
+    const struct fi_rma_ioc *rma_ioc; /* atomics */
+    size_t rma_count;
+    fi_addr_t addr;
+    uint64_t data;
+    enum fi_datatype datatype;
+    enum fi_op op;
+    void *context;
+};
+
+void strictmr_engine_params(void);
+bool strictmr_engine_on(void);
+void strictmr_engine_shape_info(struct fi_info *info);
+/* The domain's engine lock, for control calls into core objects the progress thread may be
+ * progressing (enable, bind, close); nothing when the engine is off. */
+void strictmr_engine_lock(struct strictmr_domain *dom);
+void strictmr_engine_unlock(struct strictmr_domain *dom);
+/* strictmr_core_info for one of our infos, asking the core nothing the engine itself adds. */
+int strictmr_engine_core_info(const struct fi_info *info, struct fi_info **core);
+bool strictmr_engine_hints_ok(const struct fi_info *hints);
+int strictmr_engine_domain_open(struct strictmr_domain *dom);
+void strictmr_engine_domain_close(struct strictmr_domain *dom);
+int strictmr_engine_cq_open(struct strictmr_cq *cq, const struct fi_cq_attr *attr, void *context);
+/* With the engine lock held. */
+void strictmr_engine_cq_close(struct strictmr_cq *cq);
+ssize_t strictmr_engine_cq_read(struct strictmr_cq *cq, void *buf, size_t count,
+                                fi_addr_t *src_addr, int timeout);
+ssize_t strictmr_engine_cq_readerr(struct strictmr_cq *cq, struct fi_cq_err_entry *buf,
+                                   uint64_t flags);
+int strictmr_engine_ep_open(struct strictmr_ep *ep, const struct fi_info *info);
+/* Before the core bind: takes FI_SELECTIVE_COMPLETION off *flags (the engine counts every
+ * core completion and drops the unwanted ones itself). */
+void strictmr_engine_ep_bind_cq(struct strictmr_ep *ep, uint64_t *flags);
+void strictmr_engine_ep_set_op_flags(struct strictmr_ep *ep, uint64_t flags);
+/* With the engine lock held. */
+void strictmr_engine_ep_close(struct strictmr_ep *ep);
+ssize_t strictmr_engine_size_left(struct strictmr_ep *ep, bool rx);
+ssize_t strictmr_engine_cancel(struct strictmr_ep *ep, void *context);
+ssize_t strictmr_engine_post(struct strictmr_ep *ep, const struct strictmr_post *post);
+/* How a call names its flags. */
+enum strictmr_call {
+    STRICTMR_CALL_PLAIN,  /* fi_write and the like: the endpoint's operation flags */
+    STRICTMR_CALL_MSG,    /* the *msg calls: their flags */
+    STRICTMR_CALL_INJECT, /* fi_inject*: no completion */
+};
+/* The posting calls' way into strictmr_engine_post, with the core's keys and addresses. */
+ssize_t strictmr_engine_msg(struct strictmr_ep *ep, enum strictmr_post_kind kind,
+                            const struct iovec *iov, size_t count, fi_addr_t addr, uint64_t flags,
+                            uint64_t data, enum strictmr_call how, void *context);
+ssize_t strictmr_engine_rma(struct strictmr_ep *ep, enum strictmr_post_kind kind,
+                            const struct iovec *iov, size_t count, fi_addr_t addr,
+                            const struct fi_rma_iov *rma, uint64_t flags, uint64_t data,
+                            enum strictmr_call how, void *context);
+ssize_t strictmr_engine_rma_msg(struct strictmr_ep *ep, enum strictmr_post_kind kind,
+                                const struct fi_msg_rma *msg, uint64_t flags);
+ssize_t strictmr_engine_atomic(struct strictmr_ep *ep, enum strictmr_post_kind kind,
+                               const struct fi_msg_atomic *msg, const struct fi_ioc *resultv,
+                               size_t result_count, const struct fi_ioc *comparev,
+                               size_t compare_count, uint64_t flags, enum strictmr_call how);
 
 /* ---------------------------------------------------------------- checks */
 enum strictmr_op {

@@ -119,6 +119,9 @@ static ssize_t atomic_write(struct fid_ep *ep_fid, const void *buf, size_t count
                             .context = context};
     int ret = atomic_check(ep, &a, &core);
 
+    if (!ret && ep->engine) {
+        return strictmr_engine_atomic(ep, STRICTMR_POST_ATOMIC, &(struct fi_msg_atomic){.msg_iov = &data, .iov_count = 1, .addr = dest, .rma_iov = &core, .rma_iov_count = 1, .datatype = datatype, .op = op, .context = context}, NULL, 0, NULL, 0, 0, STRICTMR_CALL_PLAIN);
+    }
     return ret ? strictmr_verdict(ret)
                : fi_atomic(ep->core, buf, count, NULL, dest, core.addr, core.key, datatype, op,
                            context);
@@ -153,6 +156,9 @@ static ssize_t atomic_writev(struct fid_ep *ep_fid, const struct fi_ioc *iov, vo
                             .context = context};
     int ret = atomic_check(ep, &a, &core);
 
+    if (!ret && ep->engine) {
+        return strictmr_engine_atomic(ep, STRICTMR_POST_ATOMIC, &(struct fi_msg_atomic){.msg_iov = iov, .iov_count = count, .addr = dest, .rma_iov = &core, .rma_iov_count = 1, .datatype = datatype, .op = op, .context = context}, NULL, 0, NULL, 0, 0, STRICTMR_CALL_PLAIN);
+    }
     return ret ? strictmr_verdict(ret)
                : fi_atomicv(ep->core, iov, nodesc, count, dest, core.addr, core.key, datatype, op,
                             context);
@@ -200,6 +206,9 @@ static ssize_t atomic_writemsg(struct fid_ep *ep_fid, const struct fi_msg_atomic
     int ret = msg_check(ep, STRICTMR_OP_ATOMIC, msg, flags, (struct extra_set){0},
                         (struct extra_set){0}, core, nodesc, &copy);
 
+    if (!ret && ep->engine) {
+        return strictmr_engine_atomic(ep, STRICTMR_POST_ATOMIC, &copy, NULL, 0, NULL, 0, flags, STRICTMR_CALL_MSG);
+    }
     return ret ? strictmr_verdict(ret) : fi_atomicmsg(ep->core, &copy, flags);
 }
 
@@ -216,6 +225,11 @@ static ssize_t atomic_inject(struct fid_ep *ep_fid, const void *buf, size_t coun
                             .rma_count = 1};
     int ret = atomic_check(ep, &a, &core);
 
+    struct fi_ioc data = {.addr = (void *)buf, .count = count};
+
+    if (!ret && ep->engine) {
+        return strictmr_engine_atomic(ep, STRICTMR_POST_ATOMIC, &(struct fi_msg_atomic){.msg_iov = &data, .iov_count = 1, .addr = dest, .rma_iov = &core, .rma_iov_count = 1, .datatype = datatype, .op = op, .context = NULL}, NULL, 0, NULL, 0, 0, STRICTMR_CALL_INJECT);
+    }
     return ret ? strictmr_verdict(ret)
                : fi_inject_atomic(ep->core, buf, count, dest, core.addr, core.key, datatype, op);
 }
@@ -241,6 +255,9 @@ static ssize_t atomic_fetch(struct fid_ep *ep_fid, const void *buf, size_t count
                             .context = context};
     int ret = atomic_check(ep, &a, &core);
 
+    if (!ret && ep->engine) {
+        return strictmr_engine_atomic(ep, STRICTMR_POST_FETCH, &(struct fi_msg_atomic){.msg_iov = &data, .iov_count = 1, .addr = dest, .rma_iov = &core, .rma_iov_count = 1, .datatype = datatype, .op = op, .context = context}, &res, 1, NULL, 0, 0, STRICTMR_CALL_PLAIN);
+    }
     return ret ? strictmr_verdict(ret)
                : fi_fetch_atomic(ep->core, buf, count, NULL, result, NULL, dest, core.addr,
                                  core.key, datatype, op, context);
@@ -267,6 +284,9 @@ static ssize_t atomic_fetchv(struct fid_ep *ep_fid, const struct fi_ioc *iov, vo
                             .context = context};
     int ret = atomic_check(ep, &a, &core);
 
+    if (!ret && ep->engine) {
+        return strictmr_engine_atomic(ep, STRICTMR_POST_FETCH, &(struct fi_msg_atomic){.msg_iov = iov, .iov_count = count, .addr = dest, .rma_iov = &core, .rma_iov_count = 1, .datatype = datatype, .op = op, .context = context}, resultv, result_count, NULL, 0, 0, STRICTMR_CALL_PLAIN);
+    }
     return ret ? strictmr_verdict(ret)
                : fi_fetch_atomicv(ep->core, iov, nodesc, count, resultv, nodesc, result_count, dest,
                                   core.addr, core.key, datatype, op, context);
@@ -284,6 +304,9 @@ static ssize_t atomic_fetchmsg(struct fid_ep *ep_fid, const struct fi_msg_atomic
     int ret = msg_check(ep, STRICTMR_OP_FETCH, msg, flags, result, (struct extra_set){0}, core,
                         nodesc, &copy);
 
+    if (!ret && ep->engine) {
+        return strictmr_engine_atomic(ep, STRICTMR_POST_FETCH, &copy, resultv, result_count, NULL, 0, flags, STRICTMR_CALL_MSG);
+    }
     return ret ? strictmr_verdict(ret)
                : fi_fetch_atomicmsg(ep->core, &copy, resultv, nodesc, result_count, flags);
 }
@@ -311,6 +334,9 @@ static ssize_t atomic_compare(struct fid_ep *ep_fid, const void *buf, size_t cou
                             .context = context};
     int ret = atomic_check(ep, &a, &core);
 
+    if (!ret && ep->engine) {
+        return strictmr_engine_atomic(ep, STRICTMR_POST_COMPARE, &(struct fi_msg_atomic){.msg_iov = &data, .iov_count = 1, .addr = dest, .rma_iov = &core, .rma_iov_count = 1, .datatype = datatype, .op = op, .context = context}, &res, 1, &cmp, 1, 0, STRICTMR_CALL_PLAIN);
+    }
     return ret ? strictmr_verdict(ret)
                : fi_compare_atomic(ep->core, buf, count, NULL, compare, NULL, result, NULL, dest,
                                    core.addr, core.key, datatype, op, context);
@@ -337,6 +363,9 @@ static ssize_t atomic_comparev(struct fid_ep *ep_fid, const struct fi_ioc *iov, 
                             .context = context};
     int ret = atomic_check(ep, &a, &core);
 
+    if (!ret && ep->engine) {
+        return strictmr_engine_atomic(ep, STRICTMR_POST_COMPARE, &(struct fi_msg_atomic){.msg_iov = iov, .iov_count = count, .addr = dest, .rma_iov = &core, .rma_iov_count = 1, .datatype = datatype, .op = op, .context = context}, resultv, result_count, comparev, compare_count, 0, STRICTMR_CALL_PLAIN);
+    }
     return ret ? strictmr_verdict(ret)
                : fi_compare_atomicv(ep->core, iov, nodesc, count, comparev, nodesc, compare_count,
                                     resultv, nodesc, result_count, dest, core.addr, core.key,
@@ -356,6 +385,9 @@ static ssize_t atomic_comparemsg(struct fid_ep *ep_fid, const struct fi_msg_atom
     struct fi_msg_atomic copy;
     int ret = msg_check(ep, STRICTMR_OP_COMPARE, msg, flags, result, compare, core, nodesc, &copy);
 
+    if (!ret && ep->engine) {
+        return strictmr_engine_atomic(ep, STRICTMR_POST_COMPARE, &copy, resultv, result_count, comparev, compare_count, flags, STRICTMR_CALL_MSG);
+    }
     return ret ? strictmr_verdict(ret)
                : fi_compare_atomicmsg(ep->core, &copy, comparev, nodesc, compare_count, resultv,
                                       nodesc, result_count, flags);

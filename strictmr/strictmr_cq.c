@@ -73,18 +73,27 @@ static struct strictmr_cq_error *pop_error(struct strictmr_cq *cq)
 
 #define CQ_OF(cq_fid) strictmr_container(cq_fid, struct strictmr_cq, cq)
 
+/* With the NIC data path on (cq->engine), entries come from its ring (strictmr_engine.c). */
 static ssize_t cq_read(struct fid_cq *cq_fid, void *buf, size_t count)
 {
     struct strictmr_cq *cq = CQ_OF(cq_fid);
 
-    return has_errors(cq) ? -FI_EAVAIL : fi_cq_read(cq->core, buf, count);
+    if (has_errors(cq)) {
+        return -FI_EAVAIL;
+    }
+    return cq->engine ? strictmr_engine_cq_read(cq, buf, count, NULL, 0)
+                      : fi_cq_read(cq->core, buf, count);
 }
 
 static ssize_t cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count, fi_addr_t *src_addr)
 {
     struct strictmr_cq *cq = CQ_OF(cq_fid);
 
-    return has_errors(cq) ? -FI_EAVAIL : fi_cq_readfrom(cq->core, buf, count, src_addr);
+    if (has_errors(cq)) {
+        return -FI_EAVAIL;
+    }
+    return cq->engine ? strictmr_engine_cq_read(cq, buf, count, src_addr, 0)
+                      : fi_cq_readfrom(cq->core, buf, count, src_addr);
 }
 
 static ssize_t cq_sread(struct fid_cq *cq_fid, void *buf, size_t count, const void *cond,
@@ -92,7 +101,11 @@ static ssize_t cq_sread(struct fid_cq *cq_fid, void *buf, size_t count, const vo
 {
     struct strictmr_cq *cq = CQ_OF(cq_fid);
 
-    return has_errors(cq) ? -FI_EAVAIL : fi_cq_sread(cq->core, buf, count, cond, timeout);
+    if (has_errors(cq)) {
+        return -FI_EAVAIL;
+    }
+    return cq->engine ? strictmr_engine_cq_read(cq, buf, count, NULL, timeout)
+                      : fi_cq_sread(cq->core, buf, count, cond, timeout);
 }
 
 static ssize_t cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count, fi_addr_t *src_addr,
@@ -100,8 +113,11 @@ static ssize_t cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count, fi_a
 {
     struct strictmr_cq *cq = CQ_OF(cq_fid);
 
-    return has_errors(cq) ? -FI_EAVAIL
-                          : fi_cq_sreadfrom(cq->core, buf, count, src_addr, cond, timeout);
+    if (has_errors(cq)) {
+        return -FI_EAVAIL;
+    }
+    return cq->engine ? strictmr_engine_cq_read(cq, buf, count, src_addr, timeout)
+                      : fi_cq_sreadfrom(cq->core, buf, count, src_addr, cond, timeout);
 }
 
 /* API >= 1.5 callers own err_data; ours carry none. */
@@ -112,7 +128,8 @@ static ssize_t cq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf, ui
     void *err_data = buf->err_data;
 
     if (!e) {
-        return fi_cq_readerr(cq->core, buf, flags);
+        return cq->engine ? strictmr_engine_cq_readerr(cq, buf, flags)
+                          : fi_cq_readerr(cq->core, buf, flags);
     }
     *buf = e->entry;
     buf->err_data = err_data;
@@ -162,7 +179,13 @@ static int cq_close(struct fid *fid)
     if (atomic_load(&cq->refs)) {
         return -FI_EBUSY;
     }
+    /* off the domain's list, and closed, while the progress thread cannot read it */
+    strictmr_engine_lock(cq->domain);
+    if (cq->engine) {
+        strictmr_engine_cq_close(cq);
+    }
     ret = fi_close(&cq->core->fid);
+    strictmr_engine_unlock(cq->domain);
     if (ret) {
         return ret;
     }
@@ -214,13 +237,14 @@ int strictmr_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct 
     if (!cq) {
         return -FI_ENOMEM;
     }
-    ret = fi_cq_open(dom->core, attr, &cq->core, context);
+    cq->domain = dom;
+    ret = dom->engine ? strictmr_engine_cq_open(cq, attr, context)
+                      : fi_cq_open(dom->core, attr, &cq->core, context);
     if (ret) {
         free(cq);
         return ret;
     }
     pthread_mutex_init(&cq->lock, NULL);
-    cq->domain = dom;
     cq->cq.fid.fclass = FI_CLASS_CQ;
     cq->cq.fid.context = context;
     cq->cq.fid.ops = &cq_fid_ops;

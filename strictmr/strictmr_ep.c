@@ -21,8 +21,15 @@ struct strictmr_ep *strictmr_ep_of(struct fid *fid)
 static int ep_close(struct fid *fid)
 {
     struct strictmr_ep *ep = strictmr_container(fid, struct strictmr_ep, ep.fid);
-    int ret = fi_close(&ep->core->fid);
+    int ret;
 
+    /* off the domain's list, and closed, while the progress thread cannot use it */
+    strictmr_engine_lock(ep->domain);
+    if (ep->engine) {
+        strictmr_engine_ep_close(ep);
+    }
+    ret = fi_close(&ep->core->fid);
+    strictmr_engine_unlock(ep->domain);
     if (ret) {
         return ret;
     }
@@ -48,7 +55,9 @@ static int bind_av(struct strictmr_ep *ep, struct strictmr_av *av, uint64_t flag
     if (ep->av) {
         return -FI_EINVAL;
     }
+    strictmr_engine_lock(ep->domain);
     ret = fi_ep_bind(ep->core, &av->core->fid, flags);
+    strictmr_engine_unlock(ep->domain);
     if (!ret) {
         ep->av = av;
         atomic_fetch_add(&av->refs, 1);
@@ -66,8 +75,15 @@ static void cq_take(struct strictmr_cq **slot, struct strictmr_cq *cq)
 
 static int bind_cq(struct strictmr_ep *ep, struct strictmr_cq *cq, uint64_t flags)
 {
-    int ret = fi_ep_bind(ep->core, &cq->core->fid, flags);
+    uint64_t core_flags = flags;
+    int ret;
 
+    if (ep->engine) {
+        strictmr_engine_ep_bind_cq(ep, &core_flags);
+    }
+    strictmr_engine_lock(ep->domain);
+    ret = fi_ep_bind(ep->core, &cq->core->fid, core_flags);
+    strictmr_engine_unlock(ep->domain);
     if (ret) {
         return ret;
     }
@@ -136,7 +152,11 @@ static int ep_enable(struct strictmr_ep *ep)
 {
     uint8_t name[EP_NAME_MAX];
     size_t len = sizeof(name);
-    int ret = fi_enable(ep->core);
+    int ret;
+
+    strictmr_engine_lock(ep->domain); /* the progress thread may be reading its CQs */
+    ret = fi_enable(ep->core);
+    strictmr_engine_unlock(ep->domain);
 
     if (!ret) {
         ret = ep_av_name(ep, name, &len);
@@ -160,6 +180,11 @@ static int ep_control(struct fid *fid, int command, void *arg)
         return ep_enable(ep);
     case FI_ALIAS:
         return -FI_ENOSYS;
+    case FI_SETOPSFLAG:
+        if (ep->engine && arg) {
+            strictmr_engine_ep_set_op_flags(ep, *(uint64_t *)arg);
+        }
+        return fi_control(&ep->core->fid, command, arg);
     default:
         return fi_control(&ep->core->fid, command, arg);
     }
@@ -186,7 +211,7 @@ static ssize_t ep_cancel(fid_t fid, void *context)
 {
     struct strictmr_ep *ep = strictmr_container(fid, struct strictmr_ep, ep.fid);
 
-    return fi_cancel(&ep->core->fid, context);
+    return ep->engine ? strictmr_engine_cancel(ep, context) : fi_cancel(&ep->core->fid, context);
 }
 
 static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
@@ -217,12 +242,18 @@ static int no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr, str
 
 static ssize_t ep_rx_size_left(struct fid_ep *ep)
 {
-    return EP_CORE(ep)->ops->rx_size_left(EP_CORE(ep));
+    struct strictmr_ep *sep = strictmr_container(ep, struct strictmr_ep, ep);
+
+    return sep->engine ? strictmr_engine_size_left(sep, true)
+                       : EP_CORE(ep)->ops->rx_size_left(EP_CORE(ep));
 }
 
 static ssize_t ep_tx_size_left(struct fid_ep *ep)
 {
-    return EP_CORE(ep)->ops->tx_size_left(EP_CORE(ep));
+    struct strictmr_ep *sep = strictmr_container(ep, struct strictmr_ep, ep);
+
+    return sep->engine ? strictmr_engine_size_left(sep, false)
+                       : EP_CORE(ep)->ops->tx_size_left(EP_CORE(ep));
 }
 
 static struct fi_ops_ep ep_ops = {
@@ -298,7 +329,9 @@ int strictmr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid
     if (!ep || !core_info) {
         goto out;
     }
+    strictmr_engine_lock(dom);
     ret = fi_endpoint(dom->core, core_info, &ep->core, context);
+    strictmr_engine_unlock(dom);
     if (ret) {
         goto out;
     }
@@ -306,6 +339,13 @@ int strictmr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid
     pthread_mutex_lock(&dom->lock);
     ep->id = dom->next_ep_id++;
     pthread_mutex_unlock(&dom->lock);
+    if (dom->engine) {
+        ret = strictmr_engine_ep_open(ep, info);
+        if (ret) {
+            fi_close(&ep->core->fid);
+            goto out;
+        }
+    }
     ep_init_fid(ep, context);
     atomic_fetch_add(&dom->refs, 1);
     *out = &ep->ep;

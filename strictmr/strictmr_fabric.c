@@ -147,6 +147,8 @@ static int domain_close(struct fid *fid)
     if (atomic_load(&dom->refs)) {
         return -FI_EBUSY;
     }
+    /* the progress thread stops before the core objects it used go */
+    strictmr_engine_domain_close(dom);
     ret = fi_close(&dom->core->fid);
     if (ret) {
         return ret;
@@ -275,7 +277,7 @@ int strictmr_domain_open(struct fid_fabric *fabric, struct fi_info *info,
     dom->next_raw_key = 1;
     dom->next_core_key = 1;
     dom->next_ep_id = 1;
-    ret = strictmr_core_info(info, &dom->core_info);
+    ret = strictmr_engine_core_info(info, &dom->core_info);
     if (ret) {
         goto free_dom;
     }
@@ -290,6 +292,13 @@ int strictmr_domain_open(struct fid_fabric *fabric, struct fi_info *info,
     }
     pthread_mutex_init(&dom->lock, NULL);
     dom->fabric = fab;
+    ret = strictmr_engine_domain_open(dom);
+    if (ret) {
+        pthread_mutex_destroy(&dom->lock);
+        strictmr_table_destroy(&dom->table_seg);
+        free(dom->local);
+        goto close_core;
+    }
     dom->domain.fid.fclass = FI_CLASS_DOMAIN;
     dom->domain.fid.context = context;
     dom->domain.fid.ops = &domain_fid_ops;

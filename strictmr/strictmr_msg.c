@@ -51,7 +51,12 @@ static ssize_t msg_recv(struct fid_ep *ep_fid, void *buf, size_t len, void *desc
     struct strictmr_ep *ep = STRICTMR_EP_OF(ep_fid);
     int ret = check_one(ep, STRICTMR_OP_RECV, buf, len, desc, context);
 
-    return ret ? strictmr_verdict(ret) : fi_recv(ep->core, buf, len, NULL, src, context);
+    struct iovec iov = {.iov_base = buf, .iov_len = len};
+
+    return ret          ? strictmr_verdict(ret)
+           : ep->engine ? strictmr_engine_msg(ep, STRICTMR_POST_RECV, &iov, 1, src, 0, 0, STRICTMR_CALL_PLAIN,
+                                              context)
+                        : fi_recv(ep->core, buf, len, NULL, src, context);
 }
 
 static ssize_t msg_recvv(struct fid_ep *ep_fid, const struct iovec *iov, void **desc, size_t count,
@@ -61,7 +66,10 @@ static ssize_t msg_recvv(struct fid_ep *ep_fid, const struct iovec *iov, void **
     void *nodesc[STRICTMR_IOV_LIMIT] = {0};
     int ret = check_buffers(ep, STRICTMR_OP_RECV, iov, desc, count, context);
 
-    return ret ? strictmr_verdict(ret) : fi_recvv(ep->core, iov, nodesc, count, src, context);
+    return ret          ? strictmr_verdict(ret)
+           : ep->engine ? strictmr_engine_msg(ep, STRICTMR_POST_RECV, iov, count, src, 0, 0, STRICTMR_CALL_PLAIN,
+                                              context)
+                        : fi_recvv(ep->core, iov, nodesc, count, src, context);
 }
 
 static ssize_t msg_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg, uint64_t flags)
@@ -75,6 +83,10 @@ static ssize_t msg_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg, uint
         return strictmr_verdict(ret);
     }
     copy.desc = nodesc;
+    if (ep->engine) {
+        return strictmr_engine_msg(ep, STRICTMR_POST_RECV, copy.msg_iov, copy.iov_count,
+                                   copy.addr, flags, copy.data, STRICTMR_CALL_MSG, copy.context);
+    }
     return fi_recvmsg(ep->core, &copy, flags);
 }
 
@@ -85,7 +97,12 @@ static ssize_t msg_send(struct fid_ep *ep_fid, const void *buf, size_t len, void
     struct strictmr_ep *ep = STRICTMR_EP_OF(ep_fid);
     int ret = check_one(ep, STRICTMR_OP_SEND, buf, len, desc, context);
 
-    return ret ? strictmr_verdict(ret) : fi_send(ep->core, buf, len, NULL, dest, context);
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+
+    return ret          ? strictmr_verdict(ret)
+           : ep->engine ? strictmr_engine_msg(ep, STRICTMR_POST_SEND, &iov, 1, dest, 0, 0, STRICTMR_CALL_PLAIN,
+                                              context)
+                        : fi_send(ep->core, buf, len, NULL, dest, context);
 }
 
 static ssize_t msg_sendv(struct fid_ep *ep_fid, const struct iovec *iov, void **desc, size_t count,
@@ -95,7 +112,10 @@ static ssize_t msg_sendv(struct fid_ep *ep_fid, const struct iovec *iov, void **
     void *nodesc[STRICTMR_IOV_LIMIT] = {0};
     int ret = check_buffers(ep, STRICTMR_OP_SEND, iov, desc, count, context);
 
-    return ret ? strictmr_verdict(ret) : fi_sendv(ep->core, iov, nodesc, count, dest, context);
+    return ret          ? strictmr_verdict(ret)
+           : ep->engine ? strictmr_engine_msg(ep, STRICTMR_POST_SEND, iov, count, dest, 0, 0, STRICTMR_CALL_PLAIN,
+                                              context)
+                        : fi_sendv(ep->core, iov, nodesc, count, dest, context);
 }
 
 static ssize_t msg_sendmsg(struct fid_ep *ep_fid, const struct fi_msg *msg, uint64_t flags)
@@ -109,12 +129,22 @@ static ssize_t msg_sendmsg(struct fid_ep *ep_fid, const struct fi_msg *msg, uint
         return strictmr_verdict(ret);
     }
     copy.desc = nodesc;
+    if (ep->engine) {
+        return strictmr_engine_msg(ep, STRICTMR_POST_SEND, copy.msg_iov, copy.iov_count,
+                                   copy.addr, flags, copy.data, STRICTMR_CALL_MSG,
+                                   copy.context);
+    }
     return fi_sendmsg(ep->core, &copy, flags);
 }
 
 static ssize_t msg_inject(struct fid_ep *ep_fid, const void *buf, size_t len, fi_addr_t dest)
 {
-    return fi_inject(STRICTMR_EP_OF(ep_fid)->core, buf, len, dest);
+    struct strictmr_ep *ep = STRICTMR_EP_OF(ep_fid);
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+
+    return ep->engine ? strictmr_engine_msg(ep, STRICTMR_POST_SEND, &iov, 1, dest, 0, 0,
+                                            STRICTMR_CALL_INJECT, NULL)
+                      : fi_inject(ep->core, buf, len, dest);
 }
 
 static ssize_t msg_senddata(struct fid_ep *ep_fid, const void *buf, size_t len, void *desc,
@@ -123,13 +153,23 @@ static ssize_t msg_senddata(struct fid_ep *ep_fid, const void *buf, size_t len, 
     struct strictmr_ep *ep = STRICTMR_EP_OF(ep_fid);
     int ret = check_one(ep, STRICTMR_OP_SEND, buf, len, desc, context);
 
-    return ret ? strictmr_verdict(ret) : fi_senddata(ep->core, buf, len, NULL, data, dest, context);
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+
+    return ret          ? strictmr_verdict(ret)
+           : ep->engine ? strictmr_engine_msg(ep, STRICTMR_POST_SEND, &iov, 1, dest,
+                                              FI_REMOTE_CQ_DATA, data, STRICTMR_CALL_PLAIN, context)
+                        : fi_senddata(ep->core, buf, len, NULL, data, dest, context);
 }
 
 static ssize_t msg_injectdata(struct fid_ep *ep_fid, const void *buf, size_t len, uint64_t data,
                               fi_addr_t dest)
 {
-    return fi_injectdata(STRICTMR_EP_OF(ep_fid)->core, buf, len, data, dest);
+    struct strictmr_ep *ep = STRICTMR_EP_OF(ep_fid);
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+
+    return ep->engine ? strictmr_engine_msg(ep, STRICTMR_POST_SEND, &iov, 1, dest,
+                                            FI_REMOTE_CQ_DATA, data, STRICTMR_CALL_INJECT, NULL)
+                      : fi_injectdata(ep->core, buf, len, data, dest);
 }
 
 struct fi_ops_msg strictmr_msg_ops = {

@@ -136,6 +136,7 @@ void strictmr_params_init(void)
     if (fi_param_get_str(&strictmr_prov, "report", &strictmr_config.report_path)) {
         strictmr_config.report_path = NULL;
     }
+    strictmr_engine_params();
 }
 
 bool strictmr_mode(uint64_t bit)

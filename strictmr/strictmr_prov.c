@@ -78,6 +78,9 @@ static bool hints_accept(uint32_t version, const struct fi_info *hints)
     if (hints->caps & STRICTMR_REFUSED_CAPS) {
         return false;
     }
+    if (!strictmr_engine_hints_ok(hints)) {
+        return false;
+    }
     if (hints->ep_attr && hints->ep_attr->type != FI_EP_UNSPEC &&
         hints->ep_attr->type != FI_EP_RDM) {
         return false;
@@ -123,6 +126,7 @@ static struct fi_info *layered_info(const struct fi_info *core)
     info->tx_attr->iov_limit = min_size(info->tx_attr->iov_limit, STRICTMR_IOV_LIMIT);
     info->tx_attr->rma_iov_limit = min_size(info->tx_attr->rma_iov_limit, STRICTMR_IOV_LIMIT);
     info->rx_attr->iov_limit = min_size(info->rx_attr->iov_limit, STRICTMR_IOV_LIMIT);
+    strictmr_engine_shape_info(info);
     return info;
 }
 

@@ -74,8 +74,10 @@ static ssize_t rma_read(struct fid_ep *ep_fid, void *buf, size_t len, void *desc
     struct fi_rma_iov core;
     int ret = check_contig(ep, STRICTMR_OP_READ, &iov, &desc, 1, src, addr, key, context, &core);
 
-    return ret ? strictmr_verdict(ret)
-               : fi_read(ep->core, buf, len, NULL, src, core.addr, core.key, context);
+    return ret          ? strictmr_verdict(ret)
+           : ep->engine ? strictmr_engine_rma(ep, STRICTMR_POST_READ, &iov, 1, src, &core, 0, 0,
+                                              STRICTMR_CALL_PLAIN, context)
+                        : fi_read(ep->core, buf, len, NULL, src, core.addr, core.key, context);
 }
 
 static ssize_t rma_readv(struct fid_ep *ep_fid, const struct iovec *iov, void **desc, size_t count,
@@ -87,6 +89,9 @@ static ssize_t rma_readv(struct fid_ep *ep_fid, const struct iovec *iov, void **
     int ret = check_contig(ep, STRICTMR_OP_READ, iov, desc, count, src, addr, key, context, &core);
 
     return ret ? strictmr_verdict(ret)
+           : ep->engine
+               ? strictmr_engine_rma(ep, STRICTMR_POST_READ, iov, count, src, &core, 0, 0, STRICTMR_CALL_PLAIN,
+                                     context)
                : fi_readv(ep->core, iov, nodesc, count, src, core.addr, core.key, context);
 }
 
@@ -106,6 +111,11 @@ static ssize_t rma_msg(struct fid_ep *ep_fid, enum strictmr_op op, const struct 
     }
     copy.desc = nodesc;
     copy.rma_iov = core;
+    if (ep->engine) {
+        return strictmr_engine_rma_msg(ep, op == STRICTMR_OP_READ ? STRICTMR_POST_READ
+                                                                   : STRICTMR_POST_WRITE,
+                                       &copy, flags);
+    }
     return post(ep->core, &copy, flags);
 }
 
@@ -122,8 +132,10 @@ static ssize_t rma_write(struct fid_ep *ep_fid, const void *buf, size_t len, voi
     struct fi_rma_iov core;
     int ret = check_contig(ep, STRICTMR_OP_WRITE, &iov, &desc, 1, dest, addr, key, context, &core);
 
-    return ret ? strictmr_verdict(ret)
-               : fi_write(ep->core, buf, len, NULL, dest, core.addr, core.key, context);
+    return ret          ? strictmr_verdict(ret)
+           : ep->engine ? strictmr_engine_rma(ep, STRICTMR_POST_WRITE, &iov, 1, dest, &core, 0, 0,
+                                              STRICTMR_CALL_PLAIN, context)
+                        : fi_write(ep->core, buf, len, NULL, dest, core.addr, core.key, context);
 }
 
 static ssize_t rma_writev(struct fid_ep *ep_fid, const struct iovec *iov, void **desc, size_t count,
@@ -136,6 +148,9 @@ static ssize_t rma_writev(struct fid_ep *ep_fid, const struct iovec *iov, void *
         check_contig(ep, STRICTMR_OP_WRITE, iov, desc, count, dest, addr, key, context, &core);
 
     return ret ? strictmr_verdict(ret)
+           : ep->engine
+               ? strictmr_engine_rma(ep, STRICTMR_POST_WRITE, iov, count, dest, &core, 0, 0, STRICTMR_CALL_PLAIN,
+                                     context)
                : fi_writev(ep->core, iov, nodesc, count, dest, core.addr, core.key, context);
 }
 
@@ -151,8 +166,12 @@ static ssize_t rma_inject(struct fid_ep *ep_fid, const void *buf, size_t len, fi
     struct fi_rma_iov core;
     int ret = check_inject(ep, len, dest, addr, key, &core);
 
-    return ret ? strictmr_verdict(ret)
-               : fi_inject_write(ep->core, buf, len, dest, core.addr, core.key);
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+
+    return ret          ? strictmr_verdict(ret)
+           : ep->engine ? strictmr_engine_rma(ep, STRICTMR_POST_WRITE, &iov, 1, dest, &core,
+                                              0, 0, STRICTMR_CALL_INJECT, NULL)
+                        : fi_inject_write(ep->core, buf, len, dest, core.addr, core.key);
 }
 
 static ssize_t rma_writedata(struct fid_ep *ep_fid, const void *buf, size_t len, void *desc,
@@ -165,6 +184,9 @@ static ssize_t rma_writedata(struct fid_ep *ep_fid, const void *buf, size_t len,
     int ret = check_contig(ep, STRICTMR_OP_WRITE, &iov, &desc, 1, dest, addr, key, context, &core);
 
     return ret ? strictmr_verdict(ret)
+           : ep->engine
+               ? strictmr_engine_rma(ep, STRICTMR_POST_WRITE, &iov, 1, dest, &core,
+                                     FI_REMOTE_CQ_DATA, data, STRICTMR_CALL_PLAIN, context)
                : fi_writedata(ep->core, buf, len, NULL, data, dest, core.addr, core.key, context);
 }
 
@@ -175,7 +197,12 @@ static ssize_t rma_injectdata(struct fid_ep *ep_fid, const void *buf, size_t len
     struct fi_rma_iov core;
     int ret = check_inject(ep, len, dest, addr, key, &core);
 
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+
     return ret ? strictmr_verdict(ret)
+           : ep->engine
+               ? strictmr_engine_rma(ep, STRICTMR_POST_WRITE, &iov, 1, dest, &core,
+                                     FI_REMOTE_CQ_DATA, data, STRICTMR_CALL_INJECT, NULL)
                : fi_inject_writedata(ep->core, buf, len, data, dest, core.addr, core.key);
 }
 
