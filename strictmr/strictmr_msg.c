@@ -37,9 +37,18 @@ static int check_msg(struct strictmr_ep *ep, enum strictmr_op op, const struct f
                      uint64_t flags)
 {
     size_t local = op == STRICTMR_OP_SEND && (flags & FI_INJECT) ? 0 : msg->iov_count;
+    size_t len = 0;
+    int ret;
 
     if (msg->iov_count > STRICTMR_IOV_LIMIT) {
         return -FI_EINVAL;
+    }
+    for (size_t i = 0; i < msg->iov_count; i++) {
+        len += msg->msg_iov[i].iov_len;
+    }
+    ret = op == STRICTMR_OP_SEND ? strictmr_nic_post(op, len, flags) : 0;
+    if (ret) {
+        return ret;
     }
     return check_buffers(ep, op, msg->msg_iov, msg->desc, local, msg->context);
 }
@@ -114,7 +123,9 @@ static ssize_t msg_sendmsg(struct fid_ep *ep_fid, const struct fi_msg *msg, uint
 
 static ssize_t msg_inject(struct fid_ep *ep_fid, const void *buf, size_t len, fi_addr_t dest)
 {
-    return fi_inject(STRICTMR_EP_OF(ep_fid)->core, buf, len, dest);
+    int ret = strictmr_nic_post(STRICTMR_OP_SEND, len, FI_INJECT);
+
+    return ret ? ret : fi_inject(STRICTMR_EP_OF(ep_fid)->core, buf, len, dest);
 }
 
 static ssize_t msg_senddata(struct fid_ep *ep_fid, const void *buf, size_t len, void *desc,
@@ -129,7 +140,9 @@ static ssize_t msg_senddata(struct fid_ep *ep_fid, const void *buf, size_t len, 
 static ssize_t msg_injectdata(struct fid_ep *ep_fid, const void *buf, size_t len, uint64_t data,
                               fi_addr_t dest)
 {
-    return fi_injectdata(STRICTMR_EP_OF(ep_fid)->core, buf, len, data, dest);
+    int ret = strictmr_nic_post(STRICTMR_OP_SEND, len, FI_INJECT);
+
+    return ret ? ret : fi_injectdata(STRICTMR_EP_OF(ep_fid)->core, buf, len, data, dest);
 }
 
 struct fi_ops_msg strictmr_msg_ops = {
