@@ -72,6 +72,7 @@ struct strictmr_behaviour {
     unsigned reg_cost_us;         /* fixed cost of each fi_mr_reg */
     unsigned reg_cost_page_ns;    /* and per 4 KiB page */
     size_t reg_limit;             /* live registrations per domain; 0: no limit */
+    long inject_size;             /* >= 0: tx inject_size at most this; < 0: the core's */
 };
 
 struct strictmr_config {
@@ -181,6 +182,7 @@ struct strictmr_domain {
     uint64_t next_core_key;
     uint32_t next_ep_id;
     atomic_int refs;
+    size_t live_mrs; /* registrations not closed yet (FI_OFI_STRICTMR_REG_LIMIT), under lock */
 };
 
 struct strictmr_av {
@@ -412,5 +414,32 @@ bool strictmr_mode(uint64_t bit);
 struct strictmr_mr *strictmr_desc_mr(struct strictmr_domain *domain, void *desc);
 const struct strictmr_raw_map *strictmr_raw_map_find(struct strictmr_domain *domain, uint64_t key);
 void strictmr_key_from_u64(struct strictmr_key *key, uint64_t value, size_t size);
+
+/* ---------------------------------------------------------------- NIC behaviours */
+/* libfabric >= 1.20 states an RMA-only size limit (fi_getopt FI_OPT_MAX_RMA_SIZE); the FI_OPT_*
+ * names are enumerators, so the version decides. */
+#define STRICTMR_HAVE_OPT_MAX_RMA_SIZE                                                             \
+    FI_VERSION_GE(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), FI_VERSION(1, 20))
+/* The completion levels a transmit-complete-only NIC lacks. */
+#define STRICTMR_DC_FLAGS (FI_DELIVERY_COMPLETE | FI_COMMIT_COMPLETE)
+
+/* strictmr_prov.c: what the behaviours do to an info, and to hints. */
+void strictmr_nic_info(struct fi_info *info);
+bool strictmr_nic_hints_accept(const struct fi_info *hints);
+/* strictmr_xfer.c: counts an operation the emulated NIC lacks, logs why; returns err (< 0). */
+int strictmr_nic_refuse(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A post of op moving len bytes with these flags (FI_INJECT, completion levels): 0 or refused. */
+int strictmr_nic_post(enum strictmr_op op, size_t len, uint64_t flags);
+/* fi_endpoint: default op_flags the NIC cannot honour are refused. */
+int strictmr_nic_ep_check(const struct fi_info *info);
+/* fi_getopt answers the endpoint's limits; -FI_ENOPROTOOPT: not one of ours. */
+int strictmr_nic_getopt(struct strictmr_ep *ep, int level, int optname, void *optval,
+                        size_t *optlen);
+/* strictmr_atomic.c: 0 if the NIC offers this atomic (kind: ATOMIC, FETCH or COMPARE), else
+ * -FI_EOPNOTSUPP; count limits the elements of one operation. */
+int strictmr_atomic_offered(enum strictmr_op kind, enum fi_datatype datatype, enum fi_op op);
+void strictmr_atomic_count_limit(size_t *count);
+/* strictmr_params.c: does the NIC offer any atomic at all? */
+bool strictmr_nic_has_atomics(void);
 
 #endif /* STRICTMR_H */

@@ -45,6 +45,7 @@ struct atomic_call {
     const struct fi_rma_ioc *rma;
     size_t rma_count;
     void *context;
+    uint64_t flags; /* FI_INJECT, completion levels: what the emulated NIC may refuse */
 };
 
 static void ioc_to_iov(const struct fi_ioc *ioc, size_t count, size_t size, struct iovec *iov)
@@ -65,6 +66,79 @@ static bool call_valid(const struct atomic_call *a, size_t size)
     return valid;
 }
 
+/* ---------------------------------------------------------------- NIC atomics */
+/*
+ * FI_OFI_STRICTMR_ATOMICS=nic offers what verbs hardware executes
+ * (ibv_post_send(3)): IBV_WR_ATOMIC_FETCH_AND_ADD and IBV_WR_ATOMIC_CMP_AND_SWP on
+ * one 64-bit word, both returning the old value. There is no non-fetching
+ * form, so fi_atomic itself offers nothing; FI_SUM is a fetching atomic and
+ * FI_CSWAP a compare atomic. A write-only NIC offers no fetching atomic at all:
+ * returning remote memory to the initiator is a read (fi_getinfo(3), FI_READ).
+ */
+static bool nic_word(enum fi_datatype datatype)
+{
+    return datatype == FI_INT64 || datatype == FI_UINT64;
+}
+
+int strictmr_atomic_offered(enum strictmr_op kind, enum fi_datatype datatype, enum fi_op op)
+{
+    const struct strictmr_behaviour *nic = &strictmr_config.nic;
+    bool offered;
+
+    switch (nic->atomics) {
+    case STRICTMR_ATOMICS_ALL:
+        offered = true;
+        break;
+    case STRICTMR_ATOMICS_NIC:
+        offered = nic_word(datatype) && ((kind == STRICTMR_OP_FETCH && op == FI_SUM) ||
+                                         (kind == STRICTMR_OP_COMPARE && op == FI_CSWAP));
+        break;
+    default:
+        offered = false;
+        break;
+    }
+    if (nic->write_only && kind != STRICTMR_OP_ATOMIC) {
+        offered = false;
+    }
+    return offered ? 0 : -FI_EOPNOTSUPP;
+}
+
+void strictmr_atomic_count_limit(size_t *count)
+{
+    if (strictmr_config.nic.atomics == STRICTMR_ATOMICS_NIC && *count > 1) {
+        *count = 1; /* one word per work request */
+    }
+}
+
+static size_t rma_count_total(const struct fi_rma_ioc *rma, size_t count)
+{
+    size_t total = 0;
+
+    for (size_t i = 0; i < count; i++) {
+        total += rma[i].count;
+    }
+    return total;
+}
+
+/* What the emulated NIC refuses of an atomic call, before any rule is checked. */
+static int nic_atomic_check(const struct atomic_call *a, size_t size)
+{
+    size_t elements = rma_count_total(a->rma, a->rma_count), limit = elements;
+
+    if (strictmr_atomic_offered(a->op, a->datatype, a->atomic_op)) {
+        return strictmr_nic_refuse(-FI_EOPNOTSUPP,
+                                   "atomic op %d on datatype %d (kind %d) is not offered "
+                                   "(FI_OFI_STRICTMR_ATOMICS / _WRITE_ONLY)",
+                                   (int)a->atomic_op, (int)a->datatype, (int)a->op);
+    }
+    strictmr_atomic_count_limit(&limit);
+    if (limit < elements) {
+        return strictmr_nic_refuse(-FI_EMSGSIZE, "%zu atomic elements in one call, %zu offered",
+                                   elements, limit);
+    }
+    return strictmr_nic_post(a->op, elements * size, a->flags);
+}
+
 /* Checks a call; on success core holds the core's segments. */
 static int atomic_check(struct strictmr_ep *ep, const struct atomic_call *a,
                         struct fi_rma_ioc *core)
@@ -78,6 +152,10 @@ static int atomic_check(struct strictmr_ep *ep, const struct atomic_call *a,
 
     if (!call_valid(a, size)) {
         return -FI_EINVAL;
+    }
+    ret = nic_atomic_check(a, size);
+    if (ret) {
+        return ret;
     }
     for (int s = DATA; s <= COMPARE; s++) {
         ioc_to_iov(a->ioc[s], a->count[s], size, iov[s]);
@@ -186,7 +264,8 @@ static int msg_check(struct strictmr_ep *ep, enum strictmr_op op, const struct f
         .peer = msg->addr,
         .rma = msg->rma_iov,
         .rma_count = msg->rma_iov_count,
-        .context = msg->context};
+        .context = msg->context,
+        .flags = flags};
     /* an inject skips the desc checks, not the limit: the core gets our desc array */
     int ret = msg->iov_count > STRICTMR_IOV_LIMIT ? -FI_EINVAL : atomic_check(ep, &a, core);
 
@@ -222,7 +301,8 @@ static ssize_t atomic_inject(struct fid_ep *ep_fid, const void *buf, size_t coun
                             .atomic_op = op,
                             .peer = dest,
                             .rma = &rma,
-                            .rma_count = 1};
+                            .rma_count = 1,
+                            .flags = FI_INJECT};
     int ret = atomic_check(ep, &a, &core);
 
     struct fi_ioc data = {.addr = (void *)buf, .count = count};
@@ -394,22 +474,40 @@ static ssize_t atomic_comparemsg(struct fid_ep *ep_fid, const struct fi_msg_atom
 }
 
 /* ---------------------------------------------------------------- valid */
+/* The core's answer, narrowed to what the emulated NIC offers. */
+static int nic_valid(enum strictmr_op kind, enum fi_datatype datatype, enum fi_op op,
+                     size_t *count, int core_ret)
+{
+    int ret = strictmr_atomic_offered(kind, datatype, op);
+
+    if (ret) {
+        return ret;
+    }
+    if (!core_ret && count) {
+        strictmr_atomic_count_limit(count);
+    }
+    return core_ret;
+}
+
 static int atomic_writevalid(struct fid_ep *ep, enum fi_datatype datatype, enum fi_op op,
                              size_t *count)
 {
-    return fi_atomicvalid(STRICTMR_EP_OF(ep)->core, datatype, op, count);
+    return nic_valid(STRICTMR_OP_ATOMIC, datatype, op, count,
+                     fi_atomicvalid(STRICTMR_EP_OF(ep)->core, datatype, op, count));
 }
 
 static int atomic_fetchvalid(struct fid_ep *ep, enum fi_datatype datatype, enum fi_op op,
                              size_t *count)
 {
-    return fi_fetch_atomicvalid(STRICTMR_EP_OF(ep)->core, datatype, op, count);
+    return nic_valid(STRICTMR_OP_FETCH, datatype, op, count,
+                     fi_fetch_atomicvalid(STRICTMR_EP_OF(ep)->core, datatype, op, count));
 }
 
 static int atomic_comparevalid(struct fid_ep *ep, enum fi_datatype datatype, enum fi_op op,
                                size_t *count)
 {
-    return fi_compare_atomicvalid(STRICTMR_EP_OF(ep)->core, datatype, op, count);
+    return nic_valid(STRICTMR_OP_COMPARE, datatype, op, count,
+                     fi_compare_atomicvalid(STRICTMR_EP_OF(ep)->core, datatype, op, count));
 }
 
 struct fi_ops_atomic strictmr_atomic_ops = {

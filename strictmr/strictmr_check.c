@@ -163,6 +163,31 @@ static size_t json_counters(char *buf, size_t len, const char *label, const uint
     return used < len ? used : len;
 }
 
+/* The profile and the NIC behaviours in effect, as "profile":...,"nic":{...}, */
+static size_t json_behaviour(char *buf, size_t len)
+{
+    static const char *const atomics[] = {[STRICTMR_ATOMICS_ALL] = "all",
+                                          [STRICTMR_ATOMICS_NIC] = "nic",
+                                          [STRICTMR_ATOMICS_NONE] = "none"};
+    const struct strictmr_behaviour *n = &strictmr_config.nic;
+    char profile[64] = "null";
+    int used;
+
+    if (n->profile) {
+        snprintf(profile, sizeof(profile), "\"%s\"", n->profile);
+    }
+    used = snprintf(
+        buf, len,
+        "\"profile\":%s,\"nic\":{\"reorder\":%d,\"reorder_window\":%u,\"progress_us\":%ld,"
+        "\"tx_size\":%zu,\"rx_size\":%zu,\"cq_size\":%zu,\"delivery_complete\":%d,"
+        "\"inject_size\":%ld,\"atomics\":\"%s\",\"max_rma_size\":%zu,\"write_only\":%d,"
+        "\"reg_cost_us\":%u,\"reg_cost_page_ns\":%u,\"reg_limit\":%zu},",
+        profile, n->reorder, n->reorder_window, n->progress_us, n->tx_size, n->rx_size, n->cq_size,
+        !n->no_delivery_complete, n->inject_size, atomics[n->atomics], n->max_rma_size,
+        n->write_only, n->reg_cost_us, n->reg_cost_page_ns, n->reg_limit);
+    return used < 0 ? 0 : (size_t)used < len ? (size_t)used : len;
+}
+
 /* One line per call, appended with a single write so processes do not interleave. */
 void strictmr_report_write(void)
 {
@@ -178,6 +203,7 @@ void strictmr_report_write(void)
     strictmr_mode_str(strictmr_config.mr_mode, mode, sizeof(mode));
     used = (size_t)snprintf(line, sizeof(line), "{\"pid\":%d,\"mode\":\"%s\",\"key_size\":%zu,",
                             (int)getpid(), mode, strictmr_config.key_size);
+    used += json_behaviour(line + used, sizeof(line) - used);
     used += json_counters(line + used, sizeof(line) - used, "checked", s.checked,
                           STRICTMR_RULE_COUNT, strictmr_rule_name);
     used += (size_t)snprintf(line + used, sizeof(line) - used, ",");

@@ -217,8 +217,9 @@ static ssize_t ep_cancel(fid_t fid, void *context)
 static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
 {
     struct strictmr_ep *ep = strictmr_container(fid, struct strictmr_ep, ep.fid);
+    int ret = strictmr_nic_getopt(ep, level, optname, optval, optlen);
 
-    return fi_getopt(&ep->core->fid, level, optname, optval, optlen);
+    return ret != -FI_ENOPROTOOPT ? ret : fi_getopt(&ep->core->fid, level, optname, optval, optlen);
 }
 
 static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen)
@@ -327,6 +328,10 @@ int strictmr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid
     int ret = -FI_ENOMEM;
 
     if (!ep || !core_info) {
+        goto out;
+    }
+    ret = strictmr_nic_ep_check(info);
+    if (ret) {
         goto out;
     }
     strictmr_engine_lock(dom);

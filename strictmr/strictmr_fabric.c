@@ -229,8 +229,19 @@ static int domain_query_atomic(struct fid_domain *domain, enum fi_datatype datat
                                struct fi_atomic_attr *attr, uint64_t flags)
 {
     struct strictmr_domain *dom = strictmr_container(domain, struct strictmr_domain, domain);
+    enum strictmr_op kind = flags & FI_COMPARE_ATOMIC ? STRICTMR_OP_COMPARE
+                            : flags & FI_FETCH_ATOMIC ? STRICTMR_OP_FETCH
+                                                      : STRICTMR_OP_ATOMIC;
+    int ret = strictmr_atomic_offered(kind, datatype, op);
 
-    return fi_query_atomic(dom->core, datatype, op, attr, flags);
+    /* the core's answer, narrowed to what the emulated NIC offers (FI_OFI_STRICTMR_ATOMICS) */
+    if (!ret) {
+        ret = fi_query_atomic(dom->core, datatype, op, attr, flags);
+    }
+    if (!ret && attr) {
+        strictmr_atomic_count_limit(&attr->count);
+    }
+    return ret;
 }
 
 static struct fi_ops_domain domain_ops = {

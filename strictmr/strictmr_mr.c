@@ -11,12 +11,14 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "strictmr.h"
 
 #define KEY_TRIES 64
 #define MINCORE_CHUNK 1024 /* pages per mincore call */
+#define COST_PAGE 4096     /* FI_OFI_STRICTMR_REG_COST_PAGE_NS is charged per 4 KiB page */
 
 void strictmr_key_from_u64(struct strictmr_key *key, uint64_t value, size_t size)
 {
@@ -184,6 +186,7 @@ static int mr_close(struct fid *fid)
 
     pthread_mutex_lock(&dom->lock);
     slot_close(dom, mr);
+    dom->live_mrs--;
     pthread_mutex_unlock(&dom->lock);
     ret = fi_close(&mr->core->fid);
     if (ret) {
@@ -297,6 +300,56 @@ static void mr_init_fid(struct strictmr_mr *mr, struct strictmr_domain *dom, voi
     mr->domain = dom;
 }
 
+/*
+ * FI_OFI_STRICTMR_REG_LIMIT: a NIC has room for so many registrations; past it
+ * ibv_reg_mr fails with ENOMEM, which verbs and efa hand on as -FI_ENOMEM.
+ * With the domain lock held.
+ */
+static int reg_admit(struct strictmr_domain *dom)
+{
+    size_t limit = strictmr_config.nic.reg_limit;
+
+    if (!limit || dom->live_mrs < limit) {
+        return 0;
+    }
+    strictmr_event(STRICTMR_EV_REG_REFUSED, 1);
+    FI_WARN(&strictmr_prov, FI_LOG_MR,
+            "domain %u already holds %zu live registrations, the limit of "
+            "FI_OFI_STRICTMR_REG_LIMIT=%zu: fi_mr_reg -> %s\n",
+            dom->id, dom->live_mrs, limit, fi_strerror(FI_ENOMEM));
+    return -FI_ENOMEM;
+}
+
+/*
+ * FI_OFI_STRICTMR_REG_COST_US / _PAGE_NS: the time a NIC takes to pin and map
+ * a registration, spent for real (outside the domain lock, as concurrent
+ * registrations on a NIC proceed in parallel in the kernel). The wait is at
+ * least the charge: an absolute deadline survives signals.
+ */
+static void reg_charge(const void *buf, size_t len)
+{
+    const struct strictmr_behaviour *nic = &strictmr_config.nic;
+    uintptr_t first = (uintptr_t)buf / COST_PAGE;
+    uint64_t pages = len ? ((uintptr_t)buf + len - 1) / COST_PAGE - first + 1 : 0;
+    uint64_t ns = (uint64_t)nic->reg_cost_us * 1000 + pages * nic->reg_cost_page_ns;
+    struct timespec deadline;
+
+    if (!ns) {
+        return;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += (time_t)(ns / 1000000000);
+    deadline.tv_nsec += (long)(ns % 1000000000);
+    if (deadline.tv_nsec >= 1000000000) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000;
+    }
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, NULL) == EINTR) {
+    }
+    strictmr_event(STRICTMR_EV_REG_CHARGED, 1);
+    strictmr_event(STRICTMR_EV_REG_CHARGED_US, (ns + 999) / 1000);
+}
+
 /* With the domain lock held: a key, a slot, the core's registration. */
 static int mr_register_locked(struct strictmr_domain *dom, const struct reg_request *req,
                               struct strictmr_mr *mr)
@@ -304,6 +357,10 @@ static int mr_register_locked(struct strictmr_domain *dom, const struct reg_requ
     uint64_t core_key = dom->next_core_key;
     int ret;
 
+    ret = reg_admit(dom);
+    if (ret) {
+        return ret;
+    }
     ret = choose_key(dom, req->requested_key, &mr->key, &mr->slot);
     if (ret) {
         return ret;
@@ -320,6 +377,7 @@ static int mr_register_locked(struct strictmr_domain *dom, const struct reg_requ
     mr->enabled = !strictmr_mode(FI_MR_ENDPOINT);
     slot_publish(dom, mr, req->access);
     dom->local[mr->slot] = mr;
+    dom->live_mrs++;
     return 0;
 }
 
@@ -343,6 +401,7 @@ static int mr_register(struct strictmr_domain *dom, const struct reg_request *re
         free(mr);
         return ret;
     }
+    reg_charge(req->buf, req->len);
     mr_init_fid(mr, dom, req->context);
     atomic_fetch_add(&dom->refs, 1);
     *out = &mr->mr;

@@ -37,9 +37,18 @@ static int check_msg(struct strictmr_ep *ep, enum strictmr_op op, const struct f
                      uint64_t flags)
 {
     size_t local = op == STRICTMR_OP_SEND && (flags & FI_INJECT) ? 0 : msg->iov_count;
+    size_t len = 0;
+    int ret;
 
     if (msg->iov_count > STRICTMR_IOV_LIMIT) {
         return -FI_EINVAL;
+    }
+    for (size_t i = 0; i < msg->iov_count; i++) {
+        len += msg->msg_iov[i].iov_len;
+    }
+    ret = op == STRICTMR_OP_SEND ? strictmr_nic_post(op, len, flags) : 0;
+    if (ret) {
+        return ret;
     }
     return check_buffers(ep, op, msg->msg_iov, msg->desc, local, msg->context);
 }
@@ -141,7 +150,11 @@ static ssize_t msg_inject(struct fid_ep *ep_fid, const void *buf, size_t len, fi
 {
     struct strictmr_ep *ep = STRICTMR_EP_OF(ep_fid);
     struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+    int ret = strictmr_nic_post(STRICTMR_OP_SEND, len, FI_INJECT);
 
+    if (ret) {
+        return ret;
+    }
     return ep->engine ? strictmr_engine_msg(ep, STRICTMR_POST_SEND, &iov, 1, dest, 0, 0,
                                             STRICTMR_CALL_INJECT, NULL)
                       : fi_inject(ep->core, buf, len, dest);
@@ -166,7 +179,11 @@ static ssize_t msg_injectdata(struct fid_ep *ep_fid, const void *buf, size_t len
 {
     struct strictmr_ep *ep = STRICTMR_EP_OF(ep_fid);
     struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+    int ret = strictmr_nic_post(STRICTMR_OP_SEND, len, FI_INJECT);
 
+    if (ret) {
+        return ret;
+    }
     return ep->engine ? strictmr_engine_msg(ep, STRICTMR_POST_SEND, &iov, 1, dest,
                                             FI_REMOTE_CQ_DATA, data, STRICTMR_CALL_INJECT, NULL)
                       : fi_injectdata(ep->core, buf, len, data, dest);

@@ -1,7 +1,11 @@
 /*
  * ofi_strictmr parameters: FI_OFI_STRICTMR_MR_MODE, _KEY_SIZE and _REPORT,
- * defined with fi_param_define so that fi_info -e lists them.
+ * the NIC behaviours (completion levels, atomics, size limits, write-only,
+ * registration cost and limit) and the profiles that set several at once,
+ * all defined with fi_param_define so that fi_info -e lists them.
  */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +20,7 @@ struct strictmr_config strictmr_config = {
     .mr_mode = STRICTMR_DEFAULT_MODE,
     .key_size = STRICTMR_DEFAULT_KEY_SIZE,
     .valid = true,
-    .nic = {.progress_us = -1, .reorder_window = 8},
+    .nic = {.progress_us = -1, .reorder_window = 8, .inject_size = -1},
 };
 
 static const struct {
@@ -119,6 +123,218 @@ static void read_key_size(void)
     strictmr_config.valid = false;
 }
 
+/* ---------------------------------------------------------------- NIC behaviours */
+/*
+ * A profile: the MR mode and key size of the strict test rows for that NIC, and
+ * the behaviours its man page documents (strictmr/README.md has the table and
+ * the sources). Explicit variables read afterwards override every field.
+ */
+struct strictmr_profile {
+    const char *name;
+    uint64_t mr_mode;
+    size_t key_size;
+    struct strictmr_behaviour nic;
+};
+
+static const struct strictmr_profile profiles[] = {
+    {
+        /* fi_verbs(7): RC is ordered, hardware progress, op flags up to FI_TRANSMIT_COMPLETE,
+         * FI_VERBS_INLINE_SIZE 256, FI_VERBS_TX_SIZE / RX_SIZE 384; ibv_post_send(3): the only
+         * atomics are 64-bit fetch-and-add and compare-and-swap. */
+        .name = "verbs-like",
+        .mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY,
+        .key_size = 4,
+        .nic = {.progress_us = 0,
+                .reorder_window = 8,
+                .tx_size = 384,
+                .rx_size = 384,
+                .no_delivery_complete = true,
+                .inject_size = 256,
+                .atomics = STRICTMR_ATOMICS_NIC,
+                .reg_cost_us = 20,
+                .reg_cost_page_ns = 250},
+    },
+    {
+        /* fi_efa(7): SRD is unordered (only send-after-send is restored), manual progress,
+         * FI_ATOMIC emulated by the provider, no maximum message size on RDM. */
+        .name = "efa-like",
+        .mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY,
+        .key_size = 2,
+        .nic = {.reorder = true,
+                .reorder_window = 8,
+                .progress_us = -1,
+                .inject_size = -1,
+                .atomics = STRICTMR_ATOMICS_ALL,
+                .reg_cost_us = 20,
+                .reg_cost_page_ns = 250},
+    },
+    {
+        /* fi_cxi(7): FI_DELIVERY_COMPLETE supported, WAW/RAR/SAS ordered, manual progress,
+         * FI_CXI_DEFAULT_TX_SIZE / RX_SIZE 1024, all atomics. */
+        .name = "cxi-like",
+        .mr_mode = FI_MR_ENDPOINT | FI_MR_ALLOCATED | FI_MR_PROV_KEY,
+        .key_size = 8,
+        .nic = {.reorder_window = 8,
+                .progress_us = -1,
+                .tx_size = 1024,
+                .rx_size = 1024,
+                .inject_size = -1,
+                .atomics = STRICTMR_ATOMICS_ALL,
+                .reg_cost_us = 20,
+                .reg_cost_page_ns = 250},
+    },
+    {
+        /* fi_psm3(7): no MR requirements (64-bit user keys), manual progress performs best,
+         * FI_PSM3_INJECT_SIZE 64, FI_ATOMIC offered. */
+        .name = "psm3-like",
+        .mr_mode = 0,
+        .key_size = 8,
+        .nic = {.reorder_window = 8,
+                .progress_us = -1,
+                .inject_size = 64,
+                .atomics = STRICTMR_ATOMICS_ALL},
+    },
+};
+#define PROFILE_COUNT (sizeof(profiles) / sizeof(profiles[0]))
+
+static void invalid(const char *var, const char *text, const char *expected)
+{
+    FI_WARN(&strictmr_prov, FI_LOG_CORE,
+            "FI_OFI_STRICTMR_%s=\"%s\": %s expected: the provider offers nothing\n", var, text,
+            expected);
+    strictmr_config.valid = false;
+}
+
+static void read_profile(void)
+{
+    char *text = NULL;
+
+    if (fi_param_get_str(&strictmr_prov, "profile", &text) || !text) {
+        return;
+    }
+    for (size_t i = 0; i < PROFILE_COUNT; i++) {
+        if (!strcmp(text, profiles[i].name)) {
+            strictmr_config.mr_mode = profiles[i].mr_mode;
+            strictmr_config.key_size = profiles[i].key_size;
+            strictmr_config.nic = profiles[i].nic;
+            strictmr_config.nic.profile = profiles[i].name;
+            return;
+        }
+    }
+    invalid("PROFILE", text, "verbs-like, efa-like, cxi-like or psm3-like");
+}
+
+/* A variable holding a decimal number in [min, max]: 1 read, 0 unset, -1 unreadable. */
+static int read_number(const char *name, const char *var, unsigned long long min,
+                       unsigned long long max, unsigned long long *value)
+{
+    char *text = NULL, *end;
+    unsigned long long v;
+
+    if (fi_param_get_str(&strictmr_prov, name, &text) || !text) {
+        return 0;
+    }
+    errno = 0;
+    v = strtoull(text, &end, 10);
+    if (!*text || *end || errno || text[0] == '-' || v < min || v > max) {
+        char expected[96];
+
+        snprintf(expected, sizeof(expected), "a number from %llu to %llu", min, max);
+        invalid(var, text, expected);
+        return -1;
+    }
+    *value = v;
+    return 1;
+}
+
+static void read_atomics(void)
+{
+    static const char *const names[] = {[STRICTMR_ATOMICS_ALL] = "all",
+                                        [STRICTMR_ATOMICS_NIC] = "nic",
+                                        [STRICTMR_ATOMICS_NONE] = "none"};
+    char *text = NULL;
+
+    if (fi_param_get_str(&strictmr_prov, "atomics", &text) || !text) {
+        return;
+    }
+    for (int i = STRICTMR_ATOMICS_ALL; i <= STRICTMR_ATOMICS_NONE; i++) {
+        if (!strcmp(text, names[i])) {
+            strictmr_config.nic.atomics = (enum strictmr_atomics)i;
+            return;
+        }
+    }
+    invalid("ATOMICS", text, "all, nic or none");
+}
+
+/* The behaviours of this file's variables, each overriding the profile's. */
+static void read_behaviours(void)
+{
+    struct strictmr_behaviour *nic = &strictmr_config.nic;
+    unsigned long long v;
+
+    if (read_number("delivery_complete", "DELIVERY_COMPLETE", 0, 1, &v) > 0) {
+        nic->no_delivery_complete = !v;
+    }
+    if (read_number("inject_size", "INJECT_SIZE", 0, LONG_MAX, &v) > 0) {
+        nic->inject_size = (long)v;
+    }
+    nic->inject_zero = nic->inject_size == 0;
+    read_atomics();
+    if (read_number("max_rma_size", "MAX_RMA_SIZE", 1, SIZE_MAX, &v) > 0) {
+        nic->max_rma_size = (size_t)v;
+    }
+    if (read_number("write_only", "WRITE_ONLY", 0, 1, &v) > 0) {
+        nic->write_only = v;
+    }
+    if (read_number("reg_cost_us", "REG_COST_US", 0, 10000000, &v) > 0) {
+        nic->reg_cost_us = (unsigned)v;
+    }
+    if (read_number("reg_cost_page_ns", "REG_COST_PAGE_NS", 0, 1000000, &v) > 0) {
+        nic->reg_cost_page_ns = (unsigned)v;
+    }
+    if (read_number("reg_limit", "REG_LIMIT", 0, SIZE_MAX, &v) > 0) {
+        nic->reg_limit = (size_t)v;
+    }
+}
+
+static void define_behaviours(void)
+{
+    fi_param_define(&strictmr_prov, "profile", FI_PARAM_STRING,
+                    "behave like a NIC: verbs-like, efa-like, cxi-like or psm3-like (sets the MR "
+                    "mode, key size and the behaviours below; explicit variables override it; "
+                    "default: none)");
+    fi_param_define(&strictmr_prov, "delivery_complete", FI_PARAM_STRING,
+                    "0: transmit-complete only: no FI_DELIVERY_COMPLETE in infos, hints asking "
+                    "it get none, posts carrying it fail with -FI_EOPNOTSUPP (default: 1)");
+    fi_param_define(&strictmr_prov, "inject_size", FI_PARAM_STRING,
+                    "tx inject_size at most this many bytes (0 allowed); larger injects fail "
+                    "with -FI_EINVAL (default: the core's)");
+    fi_param_define(&strictmr_prov, "atomics", FI_PARAM_STRING,
+                    "atomics offered: all (the core's), nic (64-bit fetch-add and compare-swap "
+                    "only, as verbs hardware) or none (no FI_ATOMIC) (default: all)");
+    fi_param_define(&strictmr_prov, "max_rma_size", FI_PARAM_STRING,
+                    "largest RMA in bytes; larger ones fail with -FI_EINVAL (libfabric >= 1.20: "
+                    "fi_getopt FI_OPT_MAX_RMA_SIZE; older: ep_attr max_msg_size) (default: the "
+                    "core's max_msg_size)");
+    fi_param_define(&strictmr_prov, "write_only", FI_PARAM_STRING,
+                    "1: FI_WRITE and FI_REMOTE_WRITE without FI_READ and FI_REMOTE_READ; reads "
+                    "and fetching atomics fail with -FI_EOPNOTSUPP (default: 0)");
+    fi_param_define(&strictmr_prov, "reg_cost_us", FI_PARAM_STRING,
+                    "microseconds each fi_mr_reg waits, as a NIC pins and maps (default: 0)");
+    fi_param_define(&strictmr_prov, "reg_cost_page_ns", FI_PARAM_STRING,
+                    "and nanoseconds per 4 KiB page registered (default: 0)");
+    fi_param_define(&strictmr_prov, "reg_limit", FI_PARAM_STRING,
+                    "live registrations per domain; one more fails with -FI_ENOMEM (default: 0, "
+                    "no limit)");
+}
+
+bool strictmr_nic_has_atomics(void)
+{
+    /* under nic every atomic offered fetches, which a write-only NIC cannot */
+    return strictmr_config.nic.atomics == STRICTMR_ATOMICS_ALL ||
+           (strictmr_config.nic.atomics == STRICTMR_ATOMICS_NIC && !strictmr_config.nic.write_only);
+}
+
 void strictmr_params_init(void)
 {
     fi_param_define(&strictmr_prov, "mr_mode", FI_PARAM_STRING,
@@ -131,8 +347,11 @@ void strictmr_params_init(void)
     fi_param_define(&strictmr_prov, "report", FI_PARAM_STRING,
                     "file to which each process appends one JSON line of check and violation "
                     "counters when it closes a fabric (default: none)");
+    define_behaviours();
+    read_profile(); /* first: every explicit variable below overrides it */
     read_mode();
     read_key_size();
+    read_behaviours();
     if (fi_param_get_str(&strictmr_prov, "report", &strictmr_config.report_path)) {
         strictmr_config.report_path = NULL;
     }

@@ -85,6 +85,9 @@ static bool hints_accept(uint32_t version, const struct fi_info *hints)
         hints->ep_attr->type != FI_EP_RDM) {
         return false;
     }
+    if (!strictmr_nic_hints_accept(hints)) {
+        return false;
+    }
     allowed = hints->domain_attr ? hints->domain_attr->mr_mode : 0;
     if (hints->domain_attr && (allowed & strictmr_config.mr_mode) != strictmr_config.mr_mode) {
         FI_INFO(&strictmr_prov, FI_LOG_CORE, "hints' mr_mode 0x%llx lacks demanded 0x%llx\n",
@@ -126,8 +129,81 @@ static struct fi_info *layered_info(const struct fi_info *core)
     info->tx_attr->iov_limit = min_size(info->tx_attr->iov_limit, STRICTMR_IOV_LIMIT);
     info->tx_attr->rma_iov_limit = min_size(info->tx_attr->rma_iov_limit, STRICTMR_IOV_LIMIT);
     info->rx_attr->iov_limit = min_size(info->rx_attr->iov_limit, STRICTMR_IOV_LIMIT);
+    strictmr_nic_info(info);
     strictmr_engine_shape_info(info);
     return info;
+}
+
+/* ---------------------------------------------------------------- NIC behaviours */
+/* Read capabilities give way to write ones; the write bits are named so that FI_RMA alone no
+ * longer implies reads. */
+static uint64_t write_only_caps(uint64_t caps, uint64_t write_bits)
+{
+    if (!(caps & (FI_RMA | FI_ATOMIC))) {
+        return caps;
+    }
+    return (caps & ~(FI_READ | FI_REMOTE_READ)) | write_bits;
+}
+
+void strictmr_nic_info(struct fi_info *info)
+{
+    const struct strictmr_behaviour *nic = &strictmr_config.nic;
+
+    if (nic->no_delivery_complete) {
+        info->tx_attr->op_flags &= ~STRICTMR_DC_FLAGS;
+    }
+    if (nic->inject_size >= 0) {
+        info->tx_attr->inject_size = min_size(info->tx_attr->inject_size, (size_t)nic->inject_size);
+    }
+    if (!strictmr_nic_has_atomics()) {
+        info->caps &= ~FI_ATOMIC;
+        info->tx_attr->caps &= ~FI_ATOMIC;
+        info->rx_attr->caps &= ~FI_ATOMIC;
+    }
+    if (nic->write_only) {
+        info->caps = write_only_caps(info->caps, FI_WRITE | FI_REMOTE_WRITE);
+        info->tx_attr->caps = write_only_caps(info->tx_attr->caps, FI_WRITE);
+        info->rx_attr->caps = write_only_caps(info->rx_attr->caps, FI_REMOTE_WRITE);
+    }
+#if !STRICTMR_HAVE_OPT_MAX_RMA_SIZE
+    /* no RMA-only limit before libfabric 1.20: the message limit is the only place to say it */
+    if (nic->max_rma_size) {
+        info->ep_attr->max_msg_size = min_size(info->ep_attr->max_msg_size, nic->max_rma_size);
+    }
+#endif
+}
+
+static bool hint_refused(bool refused, const char *why)
+{
+    if (refused) {
+        FI_INFO(&strictmr_prov, FI_LOG_CORE, "hints ask %s: no info\n", why);
+    }
+    return refused;
+}
+
+bool strictmr_nic_hints_accept(const struct fi_info *hints)
+{
+    const struct strictmr_behaviour *nic = &strictmr_config.nic;
+    uint64_t caps = hints->caps | (hints->tx_attr ? hints->tx_attr->caps : 0) |
+                    (hints->rx_attr ? hints->rx_attr->caps : 0);
+    uint64_t op_flags = hints->tx_attr ? hints->tx_attr->op_flags : 0;
+    size_t inject = hints->tx_attr ? hints->tx_attr->inject_size : 0;
+    bool refused;
+
+    refused = hint_refused(nic->no_delivery_complete && (op_flags & STRICTMR_DC_FLAGS),
+                           "FI_DELIVERY_COMPLETE of a transmit-complete-only NIC");
+    refused = refused || hint_refused(!strictmr_nic_has_atomics() && (caps & FI_ATOMIC),
+                                      "FI_ATOMIC of a NIC without the atomics it offers");
+    refused = refused || hint_refused(nic->write_only && (caps & (FI_READ | FI_REMOTE_READ)),
+                                      "FI_READ / FI_REMOTE_READ of a write-only NIC");
+    refused = refused || hint_refused(nic->inject_size >= 0 && inject > (size_t)nic->inject_size,
+                                      "a larger inject_size than FI_OFI_STRICTMR_INJECT_SIZE");
+#if !STRICTMR_HAVE_OPT_MAX_RMA_SIZE
+    refused = refused || hint_refused(nic->max_rma_size && hints->ep_attr &&
+                                          hints->ep_attr->max_msg_size > nic->max_rma_size,
+                                      "a larger max_msg_size than FI_OFI_STRICTMR_MAX_RMA_SIZE");
+#endif
+    return !refused;
 }
 
 static int layer_all(const struct fi_info *cores, struct fi_info **info)

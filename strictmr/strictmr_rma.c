@@ -15,9 +15,20 @@ static size_t iov_total(const struct iovec *iov, size_t count)
     return total;
 }
 
+static size_t rma_total(const struct fi_rma_iov *rma, size_t count)
+{
+    size_t total = 0;
+
+    for (size_t i = 0; i < count; i++) {
+        total += rma[i].len;
+    }
+    return total;
+}
+
+/* flags: the call's (FI_INJECT, completion levels), for what the emulated NIC refuses. */
 static int check_rma(struct strictmr_ep *ep, enum strictmr_op op, const struct iovec *iov,
                      void **desc, size_t count, fi_addr_t peer, const struct fi_rma_iov *rma,
-                     size_t rma_count, void *context, struct fi_rma_iov *core)
+                     size_t rma_count, void *context, uint64_t flags, struct fi_rma_iov *core)
 {
     struct strictmr_xfer x = {
         .op = op,
@@ -27,11 +38,13 @@ static int check_rma(struct strictmr_ep *ep, enum strictmr_op op, const struct i
         .rma_count = rma_count,
         .context = context,
     };
+    int ret;
 
     if (count > STRICTMR_IOV_LIMIT || rma_count > STRICTMR_IOV_LIMIT || !rma_count) {
         return -FI_EINVAL;
     }
-    return strictmr_xfer_check(ep, &x, core);
+    ret = strictmr_nic_post(op, rma_total(rma, rma_count), flags);
+    return ret ? ret : strictmr_xfer_check(ep, &x, core);
 }
 
 /* Local iovs into one remote segment [addr, + their total). */
@@ -41,7 +54,7 @@ static int check_contig(struct strictmr_ep *ep, enum strictmr_op op, const struc
 {
     struct fi_rma_iov rma = {.addr = addr, .len = iov_total(iov, count), .key = key};
 
-    return check_rma(ep, op, iov, desc, count, peer, &rma, 1, context, core);
+    return check_rma(ep, op, iov, desc, count, peer, &rma, 1, context, 0, core);
 }
 
 /* An inject's buffer needs no desc. */
@@ -50,7 +63,7 @@ static int check_inject(struct strictmr_ep *ep, size_t len, fi_addr_t peer, uint
 {
     struct fi_rma_iov rma = {.addr = addr, .len = len, .key = key};
 
-    return check_rma(ep, STRICTMR_OP_WRITE, NULL, NULL, 0, peer, &rma, 1, NULL, core);
+    return check_rma(ep, STRICTMR_OP_WRITE, NULL, NULL, 0, peer, &rma, 1, NULL, FI_INJECT, core);
 }
 
 static int check_msg(struct strictmr_ep *ep, enum strictmr_op op, const struct fi_msg_rma *msg,
@@ -63,7 +76,7 @@ static int check_msg(struct strictmr_ep *ep, enum strictmr_op op, const struct f
         return -FI_EINVAL;
     }
     return check_rma(ep, op, msg->msg_iov, msg->desc, local, msg->addr, msg->rma_iov,
-                     msg->rma_iov_count, msg->context, core);
+                     msg->rma_iov_count, msg->context, flags, core);
 }
 
 static ssize_t rma_read(struct fid_ep *ep_fid, void *buf, size_t len, void *desc, fi_addr_t src,

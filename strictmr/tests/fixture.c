@@ -62,13 +62,13 @@ int side_insert(struct side *to, struct side *from, fi_addr_t *addr)
     return ret == 1 ? 0 : fail("fi_av_insert", ret < 0 ? ret : -FI_EOTHER);
 }
 
-static struct fi_info *make_hints(const char *prov_name)
+static struct fi_info *make_hints(const char *prov_name, uint64_t caps)
 {
     struct fi_info *hints = fi_allocinfo();
 
     if (!hints)
         return NULL;
-    hints->caps = FI_MSG | FI_RMA | FI_ATOMIC;
+    hints->caps = caps;
     hints->ep_attr->type = FI_EP_RDM;
     hints->domain_attr->mr_mode = ALL_MR_MODES;
     hints->domain_attr->av_type = FI_AV_TABLE;
@@ -78,7 +78,12 @@ static struct fi_info *make_hints(const char *prov_name)
 
 int fixture_open(struct fixture *f, const char *prov_name)
 {
-    struct fi_info *hints = make_hints(prov_name);
+    return fixture_open_caps(f, prov_name, FI_MSG | FI_RMA | FI_ATOMIC);
+}
+
+int fixture_open_caps(struct fixture *f, const char *prov_name, uint64_t caps)
+{
+    struct fi_info *hints = make_hints(prov_name, caps);
     int ret;
 
     memset(f, 0, sizeof(*f));

@@ -52,6 +52,8 @@ struct outcome {
 };
 
 int fixture_open(struct fixture *f, const char *prov_name);
+/* The same with other caps in the hints (fixture_open asks FI_MSG | FI_RMA | FI_ATOMIC). */
+int fixture_open_caps(struct fixture *f, const char *prov_name, uint64_t caps);
 void fixture_close(struct fixture *f);
 /* Opens, binds and enables s->ep on s's domain, AV and CQ. */
 int side_endpoint(struct fixture *f, struct side *s);

@@ -1,5 +1,5 @@
 /*
- * nic_test PROVIDER CASE: the NIC data-path behaviours of ofi_strictmr
+ * strictmr_engine_test PROVIDER CASE: the NIC data-path behaviours of ofi_strictmr
  * (strictmr_engine.c), each shown by what a caller sees and by its event
  * counter. run_tests.py runs each case with the behaviour on, and the
  * reorder and progress cases with it off too, where they must see the
