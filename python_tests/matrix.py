@@ -63,9 +63,9 @@ STRICT_KEY_SIZES = (2, 4)
 # progress, queue sizes, completion level, atomics, registration cost) are in the
 # "nic" object of each report line.
 STRICT_PROFILES = {
-    "verbs-like": (STRICT_SETS["verbs-like"], 4),
-    "efa-like": (STRICT_SETS["efa-like"], 2),
-    "cxi-like": (STRICT_SETS["cxi-like"], 4),
+    "verbs-like": (("local", "virt_addr", "allocated", "prov_key"), 4),
+    "efa-like": (("virt_addr", "allocated", "prov_key"), 2),
+    "cxi-like": (("endpoint", "allocated", "prov_key"), 8),
     "psm3-like": ((), 8),
 }
 STRICT_REPORT_SETTINGS = "nic"

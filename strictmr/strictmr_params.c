@@ -144,7 +144,9 @@ static const struct strictmr_profile profiles[] = {
         .name = "verbs-like",
         .mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY,
         .key_size = 4,
-        .nic = {.progress_us = 0,
+        /* progress: the thread wakes every 20 us instead of spinning, so that ranks
+         * sharing a core still get it */
+        .nic = {.progress_us = 20,
                 .reorder_window = 8,
                 .tx_size = 384,
                 .rx_size = 384,
@@ -169,13 +171,17 @@ static const struct strictmr_profile profiles[] = {
                 .reg_cost_page_ns = 250},
     },
     {
-        /* fi_cxi(7): FI_DELIVERY_COMPLETE supported, WAW/RAR/SAS ordered, manual progress,
-         * FI_CXI_DEFAULT_TX_SIZE / RX_SIZE 1024, all atomics. */
+        /* fi_cxi(7): FI_DELIVERY_COMPLETE supported, WAW/RAR/SAS ordered but not RAW/WAR
+         * (adaptive routing; reordering here is all-or-nothing, so stricter), RMA and atomics
+         * applied by the NIC at the target without its CPU (own progress; the provider's
+         * FI_PROGRESS_MANUAL is about completions at the initiator), FI_CXI_DEFAULT_TX_SIZE /
+         * RX_SIZE 1024, all atomics. */
         .name = "cxi-like",
         .mr_mode = FI_MR_ENDPOINT | FI_MR_ALLOCATED | FI_MR_PROV_KEY,
         .key_size = 8,
-        .nic = {.reorder_window = 8,
-                .progress_us = -1,
+        .nic = {.reorder = true,
+                .reorder_window = 8,
+                .progress_us = 20,
                 .tx_size = 1024,
                 .rx_size = 1024,
                 .inject_size = -1,

@@ -75,7 +75,7 @@ NIC_ROWS = [
 # the report must show. Each row reads them back through fi_getinfo too.
 PROFILES = {
     "verbs-like": ("local,virt_addr,allocated,prov_key", 4,
-                   {"reorder": 0, "progress_us": 0, "tx_size": 384, "rx_size": 384,
+                   {"reorder": 0, "progress_us": 20, "tx_size": 384, "rx_size": 384,
                     "cq_size": 0, "delivery_complete": 0, "inject_size": 256, "atomics": "nic",
                     "max_rma_size": 0, "write_only": 0, "reg_cost_us": 20,
                     "reg_cost_page_ns": 250, "reg_limit": 0}),
@@ -85,7 +85,7 @@ PROFILES = {
                   "max_rma_size": 0, "write_only": 0, "reg_cost_us": 20,
                   "reg_cost_page_ns": 250, "reg_limit": 0}),
     "cxi-like": ("endpoint,allocated,prov_key", 8,
-                 {"reorder": 0, "progress_us": -1, "tx_size": 1024, "rx_size": 1024,
+                 {"reorder": 1, "progress_us": 20, "tx_size": 1024, "rx_size": 1024,
                   "cq_size": 0, "delivery_complete": 1, "inject_size": -1, "atomics": "all",
                   "max_rma_size": 0, "write_only": 0, "reg_cost_us": 20,
                   "reg_cost_page_ns": 250, "reg_limit": 0}),
