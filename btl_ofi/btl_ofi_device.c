@@ -137,6 +137,7 @@ static int mca_btl_ofi_open_fids(mca_btl_ofi_module_t *module)
     if (0 != (rc = fi_av_open(module->domain, &av_attr, &module->av, NULL))) {
         return mca_btl_ofi_device_error(module, "fi_av_open", rc);
     }
+    module->cq_size = cq_attr.size;
     if (0 != (rc = fi_cq_open(module->domain, &cq_attr, &module->cq, NULL))) {
         return mca_btl_ofi_device_error(module, "fi_cq_open", rc);
     }
@@ -187,6 +188,7 @@ int mca_btl_ofi_device_open(mca_btl_ofi_module_t *module, struct fi_info *info)
     int rc;
 
     bool messages;
+    int receives;
 
     module->msg = NULL;
     module->msg_progress = NULL;
@@ -205,6 +207,8 @@ int mca_btl_ofi_device_open(mca_btl_ofi_module_t *module, struct fi_info *info)
     module->ep = NULL;
     module->proof_reg = NULL;
     module->rcache = NULL;
+    module->cq_size = 0;
+    module->op_limit = 0;
 
     mca_btl_ofi_lists_construct(module);
     rc = mca_btl_ofi_open_fids(module);
@@ -226,12 +230,24 @@ int mca_btl_ofi_device_open(mca_btl_ofi_module_t *module, struct fi_info *info)
     if (NULL == module->proof_reg) {
         return OPAL_ERROR;
     }
+    receives = !messages         ? 0
+               : module->coalesce ? mca_btl_ofi_coalesce_receive_buffers()
+                                  : MCA_BTL_OFI_MSG_BUFFERS;
     if (messages) {
         mca_btl_ofi_msg_start(module,
                               module->coalesce ? mca_btl_ofi_coalesce_message_size()
                                                : MCA_BTL_OFI_MSG_SMALL,
-                              module->coalesce ? mca_btl_ofi_coalesce_receive_buffers()
-                                               : MCA_BTL_OFI_MSG_BUFFERS);
+                              receives);
+    }
+    /* A CQ that overruns loses completions (fi_cq(3)); the provider fills it as operations
+     * complete, whether or not progress has read it yet, so what may be in flight is bounded
+     * by what it holds beside a completion for every posted receive. */
+    if (0 == module->cq_size) {
+        module->op_limit = 0;
+    } else {
+        module->op_limit = module->cq_size > (size_t)receives + 1
+                               ? (int_fast64_t)(module->cq_size - (size_t)receives)
+                               : 1;
     }
     mca_btl_ofi_coalesce_start(module);
     mca_btl_ofi_locate_start(module);

@@ -57,6 +57,11 @@ struct mca_btl_ofi_module_t {
 
     /** operations posted and not yet completed */
     atomic_int_fast64_t outstanding;
+    /** the CQ's size as asked (0: the provider's choice) and how many operations may be
+     * outstanding beside the posted receives so that their completions always fit in it
+     * (0: no bound) */
+    size_t cq_size;
+    int_fast64_t op_limit;
     opal_free_list_t ops;
 
     /* Proof-of-remote-completion target: 8 bytes every peer may read. */

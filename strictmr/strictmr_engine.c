@@ -982,6 +982,16 @@ ssize_t strictmr_engine_post(struct strictmr_ep *ep, const struct strictmr_post 
         pthread_mutex_unlock(&d->lock);
         return -FI_EAGAIN;
     }
+    if (hold && eep->held_count >= strictmr_config.nic.reorder_window) {
+        /* the held array is full because the core refused a release (-FI_EAGAIN): the
+         * transmit queue is full until the core takes some */
+        release(eep, false);
+        if (eep->held_count >= strictmr_config.nic.reorder_window) {
+            strictmr_event(STRICTMR_EV_TX_EAGAIN, 1);
+            pthread_mutex_unlock(&d->lock);
+            return -FI_EAGAIN;
+        }
+    }
     r = rec_make(p, hold);
     if (!r) {
         pthread_mutex_unlock(&d->lock);
