@@ -172,14 +172,17 @@ def profile_env(profile, report):
             "FI_OFI_STRICTMR_REPORT": str(report)}
 
 
-def profile_events(settings, program=None):
+def profile_events(settings, one_at_a_time=False):
     """behaviour -> the report event that must have moved in a run with these settings
     (a report line's "nic" object). A queue size is a limit that a run may not reach, so
-    it is judged by the tight-queue rows, not here."""
+    it is judged by the tight-queue rows, not here. A program that waits for each operation
+    before the next (one_at_a_time) has nothing to reorder, and its few completions are
+    mostly reaped by its own polling before the provider's thread wakes (thread_completions
+    counts only what the thread reaped), so neither is asked of it."""
     need = {}
-    if settings.get("reorder"):
+    if settings.get("reorder") and not one_at_a_time:
         need["reordering"] = "reordered"
-    if settings.get("progress_us", -1) >= 0:
+    if settings.get("progress_us", -1) >= 0 and not one_at_a_time:
         need["its own progress"] = "thread_completions"
     if settings.get("reg_cost_us") or settings.get("reg_cost_page_ns"):
         need["the registration cost"] = "reg_charged"

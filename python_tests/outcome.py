@@ -203,14 +203,14 @@ def strict_events(launch):
     return events, settings
 
 
-def profile_problems(events, settings):
+def profile_problems(events, settings, one_at_a_time=False):
     """What a run on a NIC profile did wrong by the provider's events: a completion
     overrun, an operation the NIC lacks, or a behaviour of the profile that never
     happened (so the row would have tested nothing)."""
     problems = [f"{ev}={events[ev]} (btl-ofi overran its CQ or posted what the NIC lacks)"
                 for ev in ("cq_full", "op_refused") if events.get(ev, 0)]
     problems += [f"{behaviour} is on in this profile, but the provider's {ev} counter did not "
-                 f"move" for behaviour, ev in matrix.profile_events(settings).items()
+                 f"move" for behaviour, ev in matrix.profile_events(settings, one_at_a_time).items()
                  if not events.get(ev, 0)]
     return problems
 

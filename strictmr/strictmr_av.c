@@ -131,36 +131,60 @@ static struct fi_ops av_fid_ops = {
     .ops_open = av_ops_open,
 };
 
-#define AV_CORE(av_fid) (strictmr_container(av_fid, struct strictmr_av, av)->core)
+#define AV_OF(av_fid) strictmr_container(av_fid, struct strictmr_av, av)
+#define AV_CORE(av_fid) (AV_OF(av_fid)->core)
 
+/*
+ * Inserts and removals take the engine's lock (strictmr_engine.c) when it runs: its
+ * progress thread reads the core's CQs, and the core's AV is part of what they touch.
+ */
 static int av_insert(struct fid_av *av, const void *addr, size_t count, fi_addr_t *fi_addr,
                      uint64_t flags, void *context)
 {
-    return fi_av_insert(AV_CORE(av), addr, count, fi_addr, flags, context);
+    int ret;
+
+    strictmr_engine_lock(AV_OF(av)->domain);
+    ret = fi_av_insert(AV_CORE(av), addr, count, fi_addr, flags, context);
+    strictmr_engine_unlock(AV_OF(av)->domain);
+    return ret;
 }
 
 static int av_insertsvc(struct fid_av *av, const char *node, const char *service,
                         fi_addr_t *fi_addr, uint64_t flags, void *context)
 {
-    return fi_av_insertsvc(AV_CORE(av), node, service, fi_addr, flags, context);
+    int ret;
+
+    strictmr_engine_lock(AV_OF(av)->domain);
+    ret = fi_av_insertsvc(AV_CORE(av), node, service, fi_addr, flags, context);
+    strictmr_engine_unlock(AV_OF(av)->domain);
+    return ret;
 }
 
 static int av_insertsym(struct fid_av *av, const char *node, size_t nodecnt, const char *service,
                         size_t svccnt, fi_addr_t *fi_addr, uint64_t flags, void *context)
 {
-    return fi_av_insertsym(AV_CORE(av), node, nodecnt, service, svccnt, fi_addr, flags, context);
+    int ret;
+
+    strictmr_engine_lock(AV_OF(av)->domain);
+    ret = fi_av_insertsym(AV_CORE(av), node, nodecnt, service, svccnt, fi_addr, flags, context);
+    strictmr_engine_unlock(AV_OF(av)->domain);
+    return ret;
 }
 
 static int av_remove(struct fid_av *av_fid, fi_addr_t *fi_addr, size_t count, uint64_t flags)
 {
     struct strictmr_av *av = strictmr_container(av_fid, struct strictmr_av, av);
+    int ret;
 
     pthread_mutex_lock(&av->lock);
     for (size_t i = 0; i < count; i++) {
         peer_drop(av, fi_addr[i]);
     }
     pthread_mutex_unlock(&av->lock);
-    return fi_av_remove(av->core, fi_addr, count, flags);
+    strictmr_engine_lock(av->domain);
+    ret = fi_av_remove(av->core, fi_addr, count, flags);
+    strictmr_engine_unlock(av->domain);
+    return ret;
 }
 
 static int av_lookup(struct fid_av *av, fi_addr_t fi_addr, void *addr, size_t *addrlen)

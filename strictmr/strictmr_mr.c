@@ -188,7 +188,10 @@ static int mr_close(struct fid *fid)
     slot_close(dom, mr);
     dom->live_mrs--;
     pthread_mutex_unlock(&dom->lock);
+    /* under the engine's lock: its progress thread may be in the core with this MR */
+    strictmr_engine_lock(dom);
     ret = fi_close(&mr->core->fid);
+    strictmr_engine_unlock(dom);
     if (ret) {
         FI_WARN(&strictmr_prov, FI_LOG_MR, "core MR close: %s\n", fi_strerror(-ret));
     }
@@ -365,8 +368,10 @@ static int mr_register_locked(struct strictmr_domain *dom, const struct reg_requ
     if (ret) {
         return ret;
     }
+    strictmr_engine_lock(dom);
     ret = fi_mr_reg(dom->core, req->buf, req->len, req->access, 0, core_key, req->flags, &mr->core,
                     NULL);
+    strictmr_engine_unlock(dom);
     if (ret) {
         return ret;
     }
