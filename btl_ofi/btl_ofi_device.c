@@ -117,12 +117,12 @@ static int mca_btl_ofi_open_fids(mca_btl_ofi_module_t *module)
                     ? FI_AV_TABLE
                     : module->info->domain_attr->av_type,
     };
-    /* Room for a completion of every transmit and receive the endpoint can hold at once
-     * (fi_cq(3): a CQ that overruns loses completions); 0 lets the provider choose. */
+    /* Room for the completions of two transmit queues and a receive queue (fi_cq(3): a CQ
+     * that overruns loses completions), so that the transmit queue can stay full while
+     * completions wait to be read; 0 lets the provider choose (and bounds nothing). */
+    const size_t tx = module->info->tx_attr->size, rx = module->info->rx_attr->size;
     struct fi_cq_attr cq_attr = {
-        .size = module->info->tx_attr->size && module->info->rx_attr->size
-                    ? module->info->tx_attr->size + module->info->rx_attr->size
-                    : 0,
+        .size = tx && rx ? 2 * tx + rx : 0,
         .format = FI_CQ_FORMAT_CONTEXT,
         .wait_obj = FI_WAIT_NONE,
     };
@@ -137,8 +137,17 @@ static int mca_btl_ofi_open_fids(mca_btl_ofi_module_t *module)
     if (0 != (rc = fi_av_open(module->domain, &av_attr, &module->av, NULL))) {
         return mca_btl_ofi_device_error(module, "fi_av_open", rc);
     }
+    if (0 != cq_attr.size && 0 != fi_cq_open(module->domain, &cq_attr, &module->cq, NULL)) {
+        /* a NIC whose CQs cannot be that large: its own size, which bounds nothing here */
+        opal_output_verbose(10, mca_btl_ofi_output,
+                            MCA_BTL_OFI_LOG "a CQ of %zu entries was refused; taking the "
+                                            "provider's size",
+                            cq_attr.size);
+        cq_attr.size = 0;
+        module->cq = NULL;
+    }
     module->cq_size = cq_attr.size;
-    if (0 != (rc = fi_cq_open(module->domain, &cq_attr, &module->cq, NULL))) {
+    if (NULL == module->cq && 0 != (rc = fi_cq_open(module->domain, &cq_attr, &module->cq, NULL))) {
         return mca_btl_ofi_device_error(module, "fi_cq_open", rc);
     }
     if (0 != (rc = fi_endpoint(module->domain, module->info, &module->ep, NULL))) {
@@ -233,6 +242,9 @@ int mca_btl_ofi_device_open(mca_btl_ofi_module_t *module, struct fi_info *info)
     receives = !messages         ? 0
                : module->coalesce ? mca_btl_ofi_coalesce_receive_buffers()
                                   : MCA_BTL_OFI_MSG_BUFFERS;
+    if (0 != module->info->rx_attr->size && (size_t)receives > module->info->rx_attr->size) {
+        receives = (int)module->info->rx_attr->size; /* no more than the receive queue holds */
+    }
     if (messages) {
         mca_btl_ofi_msg_start(module,
                               module->coalesce ? mca_btl_ofi_coalesce_message_size()

@@ -76,7 +76,7 @@ def pytest_generate_tests(metafunc):
                 marks = _group_marks(g)
                 if spec["tier"] == "full" and not marks:
                     marks = [pytest.mark.full]
-                reason = matrix.known_failure(spec)
+                reason = matrix.known_failure(spec, g)
                 if reason:
                     marks.append(pytest.mark.xfail(strict=True, reason=reason))
                 params.append(pytest.param(g, spec, id=f"{g.label}::{spec['id']}", marks=marks))

@@ -82,3 +82,41 @@ def test_profile(profile, core, program, tmp_path):
     problems += outcome.profile_problems(*outcome.strict_events(run),
                                          one_at_a_time=program in ONE_AT_A_TIME)
     assert not problems, f"{where}: " + "; ".join(problems)
+
+
+# ---- tight queues: 4 transmits, 4 receives, a CQ of 16 (issue 25 item 1) ----------------
+#
+# The profiles' own queue sizes (384, 1024) are limits a 2-rank run may never reach; these
+# runs make the provider refuse posts beyond 4 (-FI_EAGAIN, as a full NIC queue does) and
+# hold 16 completions, over the reordering efa-like profile: btl-ofi must retry, never
+# overrun the CQ, and stay exact.
+
+TIGHT = {"FI_OFI_STRICTMR_TX_SIZE": "4", "FI_OFI_STRICTMR_RX_SIZE": "4",
+         "FI_OFI_STRICTMR_CQ_SIZE": "16"}
+
+
+@pytest.mark.parametrize("program", ["stress2", "soak"])
+@pytest.mark.parametrize("core", matrix.STRICT_CORES)
+def test_tight_queues(core, program, tmp_path):
+    env = launcher.mpi_env()
+    seed = random.randrange(1 << 30)
+    nranks, prog, args, timeout = _program_args(program, seed)
+    exe = Path(env.get("BTL_OFI_LIBEXECDIR", ""), prog)
+    report = tmp_path / "strictmr.jsonl"
+    env.update(matrix.profile_env("efa-like", report))
+    env.update(TIGHT)
+    argv = launcher.mpirun_argv(nranks, f"{core};ofi_strictmr", program=exe, program_args=args,
+                                native=True, forward=sorted(k for k in env if k.startswith("FI_")))
+    run = launcher.run_argv(argv, timeout, env, tmp_path)
+    where = f"efa-like, queues of 4 over {core}: {prog} {' '.join(args)}"
+    out = run.stdout + run.stderr
+    assert not run.timed_out and run.returncode == 0 and "RESULT PASSED" in run.stdout, \
+        f"{where}: exit {run.returncode}{' (timeout)' if run.timed_out else ''}\n{out[-3000:]}"
+    run.strict_report = report
+    events, settings = outcome.strict_events(run)
+    assert settings.get("tx_size") == 4 and settings.get("cq_size") == 16, settings
+    problems = outcome.profile_problems(events, settings)
+    if not events.get("tx_eagain", 0):
+        problems.append("no post met a full transmit queue (tx_eagain 0): the row tested "
+                        "nothing")
+    assert not problems, f"{where}: " + "; ".join(problems)

@@ -781,8 +781,16 @@ int strictmr_engine_cq_open(struct strictmr_cq *cq, const struct fi_cq_attr *att
         FI_WARN(&strictmr_prov, FI_LOG_CQ, "CQ format %d is not served\n", attr->format);
         return -FI_ENOSYS;
     }
-    /* the caller gets at most what it asked for, and never more than the NIC's cq_size */
-    if (strictmr_config.nic.cq_size && (!attr->size || attr->size > strictmr_config.nic.cq_size)) {
+    /* fi_cq(3): attr.size is the least the caller may get. A NIC with CQs of cq_size
+     * entries gives that size to a caller asking none, and cannot make a larger one. */
+    if (strictmr_config.nic.cq_size && attr->size > strictmr_config.nic.cq_size) {
+        FI_WARN(&strictmr_prov, FI_LOG_CQ,
+                "a CQ of %zu entries asked; this NIC's hold at most %zu "
+                "(FI_OFI_STRICTMR_CQ_SIZE)\n",
+                attr->size, strictmr_config.nic.cq_size);
+        return -FI_EINVAL;
+    }
+    if (strictmr_config.nic.cq_size && !attr->size) {
         cap = strictmr_config.nic.cq_size;
     }
     ecq = calloc(1, sizeof(*ecq));
