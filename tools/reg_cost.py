@@ -56,7 +56,8 @@ def one_run(flavor, ours, args, workdir):
                                 native=True, verbose=False, ours=ours,
                                 forward=sorted(k for k in env if k.startswith("FI_")))
     run = launcher.run_argv(argv, 600, env, workdir)
-    rows = [json.loads(ln) for ln in run.stdout.splitlines() if ln.startswith("{")]
+    rows = [r for r in (json.loads(ln) for ln in run.stdout.splitlines() if ln.startswith("{"))
+            if "op" in r]
     charged = {"reg_charged": 0, "reg_charged_us": 0}
     if report.exists():
         for line in report.read_text().splitlines():
