@@ -165,3 +165,29 @@ def test_unknown_path_setting(param, tmp_path, mpi_env_file, component):
                               ours={param: "sometimes"})
     _judge_declined(launch, BAD_PATH.replace("{param}", param), f"{param}=sometimes", component,
                     2)
+
+
+@pytest.mark.parametrize("provider", ["shm", "tcp;ofi_rxm"])
+def test_refused_get_requests(provider, tmp_path, mpi_env_file):
+    """A get request naming a key the target has no registration for is
+    refused by the target's progress: btl_<c>_inject_cq_error=2 corrupts the
+    key of every 2nd get. Each corrupted one must be refused and counted at its
+    target (refused_count == injected_faults), its data must not arrive
+    (osc/rdma 4.1 does not turn the failed callback into an MPI error, so the
+    check sees its result buffer untouched), and every other get is exact."""
+    if provider not in [p.name for p in fabric.rdm_rma_atomic_providers()]:
+        pytest.skip(f"{provider} not present here")
+    plan = {"checks": [matrix._rma("get", "create_du8", "flush", "int64", 4)
+                       for _ in range(4)]}
+    launch = launcher.run_mpi(2, plan, 120, provider=provider, workdir=tmp_path,
+                              ours={"gets": "messages", "inject_cq_error": "2"})
+    assert not launch.timed_out and launch.returncode == 0, launch.tail()
+    recs = outcome.records(launch, "check")
+    assert len(recs) == len(plan["checks"]), launch.tail()
+    total = _totals(launch, ("injected_faults", "refused_count", "gets_as_messages"))
+    assert total["injected_faults"] > 0, total
+    assert total["refused_count"] == total["injected_faults"], total
+    for rec in recs:
+        injected = rec["deltas"].get("injected_faults", 0)
+        assert bool(rec["errors"]) == bool(injected), \
+            f"{rec['id']}: {injected} corrupted keys, errors {rec['errors'][:2]}"
