@@ -2,10 +2,11 @@
  * btl-ofi messages: fi_send / fi_recv beside RMA.
  *
  * Some of what this BTL does needs the peer's progress to act for it: apply
- * gathered puts (btl_ofi_coalesce.c) and name the registration behind an
- * address (btl_ofi_locate.c). Both travel as messages on the one endpoint.
+ * gathered puts (btl_ofi_coalesce.c), name the registration behind an
+ * address (btl_ofi_locate.c), apply atomics and answer gets the provider
+ * cannot do (btl_ofi_am.c). All travel as messages on the one endpoint.
  * FI_MSG is asked for beside what discovery chose (a second fi_getinfo with
- * that info as hints); a provider that does not grant it leaves both out.
+ * that info as hints); a provider that does not grant it leaves them out.
  *
  * Receiving: a fixed set of buffers stays posted (registered once under
  * FI_MR_LOCAL); a completed one goes to the handler of its message's type
@@ -82,9 +83,10 @@ bool mca_btl_ofi_msg_prepare(struct fi_info **info)
         0 != strcmp(found->fabric_attr->prov_name, (*info)->fabric_attr->prov_name)) {
         opal_output_verbose(1, mca_btl_ofi_output,
                             MCA_BTL_OFI_LOG "%s grants no FI_MSG beside what btl-ofi uses (%s): "
-                                            "puts are not gathered, and an access whose "
+                                            "puts are not gathered, an access whose "
                                             "registration handle does not cover it is refused "
-                                            "instead of located at the peer",
+                                            "instead of located at the peer, and atomics and "
+                                            "gets cannot travel as messages",
                             (*info)->fabric_attr->prov_name,
                             rc ? fi_strerror(-rc) : "another provider");
         fi_freeinfo(found);

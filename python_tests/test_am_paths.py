@@ -191,3 +191,30 @@ def test_refused_get_requests(provider, tmp_path, mpi_env_file):
         injected = rec["deltas"].get("injected_faults", 0)
         assert bool(rec["errors"]) == bool(injected), \
             f"{rec['id']}: {injected} corrupted keys, errors {rec['errors'][:2]}"
+
+
+@pytest.mark.parametrize("provider", ["shm", "tcp;ofi_rxm", "sockets"])
+def test_atomics_as_messages_with_read_proof(provider, tmp_path, mpi_env_file):
+    """Atomics as messages beside read_proof completion: puts are still proven
+    by reads, atomics by their answers (flush posts no atomic read for them, so
+    discovery need not ask for FI_ATOMIC or FI_ORDER_ATOMIC_RAW). Exact, with
+    both kinds of proof counted and no compare-and-swap loop."""
+    if provider not in [p.name for p in fabric.rdm_rma_atomic_providers()]:
+        pytest.skip(f"{provider} not present here")
+    plan = {"checks": PLAN + [matrix._rma("put", "create_du8", "flush", "int64", 5),
+                              matrix.make_check("excl_lock", "fast", flavor_name="create_du8",
+                                                repeat=30)]}
+    launch = launcher.run_mpi(2, plan, 180, provider=provider, workdir=tmp_path,
+                              ours={"atomics": "messages", "completion": "read_proof"})
+    assert not launch.timed_out and launch.returncode == 0, launch.tail()
+    sel = [(m["provider"], m["completion"], m["atomics"], m["gets"])
+           for m in outcome.selected_re().finditer(launch.stdout + launch.stderr)]
+    assert sel == [(provider, "read_proof", "messages", "native")] * 2, launch.tail()
+    recs = outcome.records(launch, "check")
+    assert len(recs) == len(plan["checks"]), launch.tail()
+    assert not [(r["id"], r["errors"][:2]) for r in recs if r["errors"]]
+    total = _totals(launch, ("atomics_as_messages", "messages_applied", "proof_reads",
+                             "atomic_emulated_count"))
+    assert total["atomics_as_messages"] > 0 and total["proof_reads"] > 0, total
+    assert total["messages_applied"] == total["atomics_as_messages"], total
+    assert total["atomic_emulated_count"] == 0, total
