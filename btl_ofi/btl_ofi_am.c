@@ -279,7 +279,7 @@ static bool mca_btl_ofi_am_atomic_known(const mca_btl_ofi_am_atomic_msg_t *req)
 }
 
 /* An atomic of a peer: apply it (or refuse it) and answer. */
-static void mca_btl_ofi_am_atomic_apply(mca_btl_ofi_module_t *module,
+static void mca_btl_ofi_am_atomic_serve(mca_btl_ofi_module_t *module,
                                         struct mca_btl_base_endpoint_t *origin, const void *buf,
                                         size_t bytes)
 {
@@ -469,7 +469,7 @@ int mca_btl_ofi_am_start(mca_btl_ofi_module_t *module)
         }
         return OPAL_SUCCESS;
     }
-    mca_btl_ofi_msg_on(module, MCA_BTL_OFI_MSG_ATOMIC, mca_btl_ofi_am_atomic_apply);
+    mca_btl_ofi_msg_on(module, MCA_BTL_OFI_MSG_ATOMIC, mca_btl_ofi_am_atomic_serve);
     mca_btl_ofi_msg_on(module, MCA_BTL_OFI_MSG_ATOMIC_DONE, mca_btl_ofi_am_atomic_done);
     mca_btl_ofi_msg_on(module, MCA_BTL_OFI_MSG_GET, mca_btl_ofi_am_get_answer);
     mca_btl_ofi_msg_on(module, MCA_BTL_OFI_MSG_GET_DATA, mca_btl_ofi_am_get_data);
