@@ -177,10 +177,9 @@ void mca_btl_ofi_msg_start(mca_btl_ofi_module_t *module, size_t largest, int buf
     OBJ_CONSTRUCT(&msg->lock, opal_mutex_t);
     OBJ_CONSTRUCT(&msg->queued, opal_list_t);
     if (mca_btl_ofi_gets_by_messages(module->info)) {
-        /* a get's data comes back in pieces of one receive buffer each */
+        /* A get's data comes back in pieces of one receive buffer each. Their number stays
+         * the caller's: the CQ is sized for it (btl_ofi_device.c). */
         largest = largest < MCA_BTL_OFI_MSG_LARGE ? MCA_BTL_OFI_MSG_LARGE : largest;
-        buffers = buffers < MCA_BTL_OFI_MSG_LARGE_BUFFERS ? MCA_BTL_OFI_MSG_LARGE_BUFFERS
-                                                          : buffers;
     }
     msg->largest = largest < MCA_BTL_OFI_MSG_SMALL ? MCA_BTL_OFI_MSG_SMALL : largest;
     msg->nbufs = buffers;

@@ -41,9 +41,8 @@ typedef struct mca_btl_ofi_msg_header_t {
 #define MCA_BTL_OFI_MSG_SMALL 256
 /** Receive buffers kept posted when only small messages come (no coalescing). */
 #define MCA_BTL_OFI_MSG_BUFFERS 8
-/** Receive buffer bytes, and buffers, where gets travel as messages (their data in pieces). */
+/** Receive buffer bytes where gets travel as messages (their data in pieces). */
 #define MCA_BTL_OFI_MSG_LARGE (8192 + 64)
-#define MCA_BTL_OFI_MSG_LARGE_BUFFERS 32
 
 /**
  * Handles one received message (msg, bytes as the header says, checked to fit

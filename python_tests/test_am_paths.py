@@ -218,3 +218,69 @@ def test_atomics_as_messages_with_read_proof(provider, tmp_path, mpi_env_file):
     assert total["atomics_as_messages"] > 0 and total["proof_reads"] > 0, total
     assert total["messages_applied"] == total["atomics_as_messages"], total
     assert total["atomic_emulated_count"] == 0, total
+
+
+# ---- NICs without atomics or RMA read: ofi_strictmr's capability limits -----------
+#
+# Nothing forced here: btl-ofi's own choice (auto) on a provider that offers no
+# FI_ATOMIC (FI_OFI_STRICTMR_ATOMICS=none), or no FI_READ / FI_REMOTE_READ and no
+# fetching or compare atomics (FI_OFI_STRICTMR_WRITE_ONLY=1, as an RMA-write-only
+# NIC), under the verbs-like MR mode set. The provider counts every operation it
+# lacks that is posted (op_refused): btl-ofi must post none.
+
+NIC_LIMITS = {
+    # name: (ofi_strictmr variables, the paths btl-ofi must choose: atomics, gets)
+    "no_atomics": ({"FI_OFI_STRICTMR_ATOMICS": "none"}, ("messages", "native")),
+    "write_only": ({"FI_OFI_STRICTMR_WRITE_ONLY": "1"}, ("messages", "messages")),
+}
+
+
+def _limited_env(tmp_path, limits):
+    bits = matrix.STRICT_SETS["verbs-like"]
+    return {"FI_PROVIDER_PATH": str(matrix.strict_provider_dir()),
+            "FI_OFI_STRICTMR_MR_MODE": ",".join(bits), "FI_OFI_STRICTMR_KEY_SIZE": "4",
+            "FI_OFI_STRICTMR_REPORT": str(tmp_path / "strictmr.jsonl"), **limits}
+
+
+@pytest.mark.parametrize("core", matrix.STRICT_CORES)
+@pytest.mark.parametrize("limit", sorted(NIC_LIMITS))
+def test_nic_lacking_atomics_or_read_is_served(core, limit, tmp_path, mpi_env_file):
+    if not (matrix.strict_provider_dir() / "libstrictmr-fi.so").exists():
+        pytest.skip("ofi_strictmr is not installed beside the component")
+    limits, (atomics, gets) = NIC_LIMITS[limit]
+    group = matrix.Group(f"{core};ofi_strictmr", "default", 2, "base",
+                         matrix.mr_label(set(matrix.STRICT_SETS["verbs-like"])), ("verbs-like", 4))
+    launch = launcher.run_mpi(2, {"checks": PLAN}, 240, provider=group.provider, workdir=tmp_path,
+                              env_overrides=_limited_env(tmp_path, limits))
+    launch.strict_report = tmp_path / "strictmr.jsonl"
+    outcome.judge_group(launch, group, [c["id"] for c in PLAN]).apply()
+    for spec in PLAN:
+        outcome.judge_check(launch, group, spec).apply()
+    assert _selected_paths(launch) == [(group.provider, atomics, gets)] * 2, launch.tail()
+    total = _totals(launch, ("atomics_as_messages", "gets_as_messages", "messages_applied",
+                             "atomic_emulated_count"))
+    assert total["atomics_as_messages"] > 0 and total["atomic_emulated_count"] == 0, total
+    assert (total["gets_as_messages"] > 0) == (gets == "messages"), total
+    assert total["messages_applied"] == total["atomics_as_messages"] + total["gets_as_messages"]
+    events, _ = outcome.strict_events(launch)
+    assert events.get("op_refused", 0) == 0, events
+
+
+NO_PROOF_AUTO = (NO_PROOF.replace("btl_{c}_completion=read_proof", "btl_{c}_completion=auto")
+                 .replace("btl_{c}_gets=messages", "btl_{c}_gets=auto"))
+
+
+@pytest.mark.parametrize("core", matrix.STRICT_CORES)
+def test_nic_without_read_or_delivery_declines(core, tmp_path, mpi_env_file, component):
+    """A write-only NIC that completes at transmit only (FI_OFI_STRICTMR_WRITE_ONLY=1,
+    FI_OFI_STRICTMR_DELIVERY_COMPLETE=0) leaves btl-ofi no proof of remote
+    completion: declined with the reason, and Open MPI carries on."""
+    if not (matrix.strict_provider_dir() / "libstrictmr-fi.so").exists():
+        pytest.skip("ofi_strictmr is not installed beside the component")
+    provider = f"{core};ofi_strictmr"
+    env = _limited_env(tmp_path, {"FI_OFI_STRICTMR_WRITE_ONLY": "1",
+                                  "FI_OFI_STRICTMR_DELIVERY_COMPLETE": "0"})
+    launch = launcher.run_mpi(2, {"checks": DECLINE_PLAN}, 90, provider=provider,
+                              workdir=tmp_path, env_overrides=env)
+    _judge_declined(launch, NO_PROOF_AUTO.replace("{provider}", provider),
+                    f"write-only, transmit-complete {provider}", component, 2)
