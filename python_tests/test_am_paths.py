@@ -284,3 +284,48 @@ def test_nic_without_read_or_delivery_declines(core, tmp_path, mpi_env_file, com
                               workdir=tmp_path, env_overrides=env)
     _judge_declined(launch, NO_PROOF_AUTO.replace("{provider}", provider),
                     f"write-only, transmit-complete {provider}", component, 2)
+
+
+# ofi_strictmr's profiles whose NIC completes at transmit only (no delivery-complete):
+# with gets forced to messages btl-ofi asks for no RMA read, and must decline there.
+TRANSMIT_COMPLETE_PROFILES = {"verbs-like"}
+# Queues of 4 and a CQ of 16 (as test_nic_profiles.py's tight case): few operations
+# may be in flight, and both ranks owe each other answers.
+TIGHT = {"FI_OFI_STRICTMR_TX_SIZE": "4", "FI_OFI_STRICTMR_RX_SIZE": "4",
+         "FI_OFI_STRICTMR_CQ_SIZE": "16"}
+
+
+@pytest.mark.parametrize("core", matrix.STRICT_CORES)
+@pytest.mark.parametrize("profile", sorted(matrix.STRICT_PROFILES) + ["efa-like+tight"])
+def test_messages_on_nic_profiles(profile, core, tmp_path, mpi_env_file, component):
+    """Both message paths forced on ofi_strictmr's NIC profiles (their queues, CQ
+    sizes, reordering and own progress; efa-like also with queues of 4 and a CQ
+    of 16): exact, no violation, no CQ overrun, nothing posted that the NIC
+    lacks. A profile without delivery-complete (verbs-like) is declined: gets as
+    messages leave no RMA read to prove completion with."""
+    if not (matrix.strict_provider_dir() / "libstrictmr-fi.so").exists():
+        pytest.skip("ofi_strictmr is not installed beside the component")
+    name, _, tight = profile.partition("+")
+    modes, key = matrix.STRICT_PROFILES[name]
+    provider = f"{core};ofi_strictmr"
+    env = matrix.profile_env(name, tmp_path / "strictmr.jsonl")
+    env.update(TIGHT if tight else {})
+    if name in TRANSMIT_COMPLETE_PROFILES:
+        launch = launcher.run_mpi(2, {"checks": DECLINE_PLAN}, 90, provider=provider,
+                                  workdir=tmp_path, ours=FORCED, env_overrides=env)
+        _judge_declined(launch, NO_PROOF.replace("btl_{c}_completion=read_proof",
+                                                 "btl_{c}_completion=auto")
+                        .replace("{provider}", provider), f"profile {name}", component, 2)
+        return
+    # judged as a mode set (violations), the profile's events below: with atomics and
+    # gets as messages little RMA is left in flight to reorder
+    group = matrix.Group(provider, "default", 2, "messages", matrix.mr_label(set(modes)),
+                         (name, key))
+    launch = launcher.run_mpi(2, {"checks": PLAN}, 240, provider=provider, workdir=tmp_path,
+                              ours=FORCED, env_overrides=env)
+    launch.strict_report = tmp_path / "strictmr.jsonl"
+    outcome.judge_group(launch, group, [c["id"] for c in PLAN]).apply()
+    for spec in PLAN:
+        outcome.judge_check(launch, group, spec).apply()
+    events, _ = outcome.strict_events(launch)
+    assert not {ev: events.get(ev) for ev in ("cq_full", "op_refused") if events.get(ev)}, events
