@@ -319,7 +319,8 @@ static void mca_btl_ofi_am_atomic_serve(mca_btl_ofi_module_t *module,
         opal_output_verbose(1, mca_btl_ofi_output,
                             MCA_BTL_OFI_LOG "an atomic from %s was %s, but the answer could not "
                                             "be sent",
-                            OPAL_NAME_PRINT(req.header.origin), done.refused ? "refused" : "applied");
+                            OPAL_NAME_PRINT(req.header.origin),
+                            done.refused ? "refused" : "applied");
     }
 }
 

@@ -239,7 +239,8 @@ static void mca_btl_ofi_emulation_post(mca_btl_ofi_module_t *module, mca_btl_ofi
     /* Compare against the current guess; store the op applied to that guess. */
     mca_btl_ofi_words_t *words = op->words;
 
-    words->operand = mca_btl_ofi_atomic_apply(op->emu.op, op->emu.dt, words->compare, op->emu.operand);
+    words->operand =
+        mca_btl_ofi_atomic_apply(op->emu.op, op->emu.dt, words->compare, op->emu.operand);
     words->fetched = 0;
     ssize_t rc = fi_compare_atomic(module->ep, &words->operand, 1, op->words_desc,
                                    &words->compare, op->words_desc, &words->fetched,

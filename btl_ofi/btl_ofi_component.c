@@ -109,8 +109,8 @@ static int mca_btl_ofi_component_finalize_module(struct mca_btl_base_module_t *b
  * and no messages for them where casless_as_messages allows them; nothing
  * recorded then: another provider may serve).
  */
-static mca_btl_ofi_module_t *mca_btl_ofi_module_setup(struct fi_info *info, bool casless_as_messages,
-                                                      bool *no_cswap)
+static mca_btl_ofi_module_t *mca_btl_ofi_module_setup(struct fi_info *info,
+                                                      bool casless_as_messages, bool *no_cswap)
 {
     mca_btl_ofi_module_t *module = malloc(sizeof(*module));
     int rc;

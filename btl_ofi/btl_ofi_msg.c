@@ -70,7 +70,7 @@ bool mca_btl_ofi_msg_prepare(struct fi_info **info)
     uint32_t version;
     int rc;
 
-    if (FI_MSG == ((*info)->caps & FI_MSG) && (FI_SEND | FI_RECV) == ((*info)->caps & (FI_SEND | FI_RECV))) {
+    if ((FI_MSG | FI_SEND | FI_RECV) == ((*info)->caps & (FI_MSG | FI_SEND | FI_RECV))) {
         return true; /* discovery asked for it already (atomics or gets as messages) */
     }
     hints = fi_dupinfo(*info);
