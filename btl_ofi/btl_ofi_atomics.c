@@ -7,6 +7,13 @@
  * the provider cannot do natively must still complete correctly: it becomes a
  * loop of compare-and-swaps that starts from a guess of 0 and retries with the
  * value each failed attempt returns.
+ *
+ * A provider without FI_ATOMIC or without a 64-bit compare-and-swap (or
+ * btl_ofi_atomics=messages) has every atomic sent as a message that the
+ * target's progress applies with CPU atomics (btl_ofi_am.c). Never some of
+ * them: the provider's atomics and the target's CPU atomics are not atomic
+ * with each other (a NIC applies its atomics in its own unit), so mixing them
+ * on one word would lose updates.
  */
 
 #include "btl_ofi_atomics.h"
@@ -14,6 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "btl_ofi_am.h"
 #include "btl_ofi_endpoint.h"
 #include "btl_ofi_locate.h"
 #include "btl_ofi_mr.h"
@@ -132,12 +140,33 @@ static bool mca_btl_ofi_nofetch_needs_fetch(const mca_btl_ofi_module_t *module)
     return module->delivery_complete && (0 == strcmp(prov, "shm") || 0 == strncmp(prov, "shm;", 4));
 }
 
-int mca_btl_ofi_atomics_probe(mca_btl_ofi_module_t *module)
+/*
+ * Atomics as messages: the target applies every op of every datatype; floats
+ * are advertised only where Open MPI's osc/rdma uses them rightly (section 6).
+ */
+static uint32_t mca_btl_ofi_atomics_advertise_messages(void)
+{
+    uint32_t flags = MCA_BTL_ATOMIC_SUPPORTS_CSWAP | MCA_BTL_ATOMIC_SUPPORTS_32BIT;
+
+    for (int op = 0; op < MCA_BTL_ATOMIC_LAST; ++op) {
+        if (mca_btl_ofi_atomic_table[op].valid) {
+            flags |= mca_btl_ofi_atomic_table[op].support;
+        }
+    }
+    if (MCA_BTL_OFI_ADVERTISE_FLOAT_ATOMICS) {
+        flags |= MCA_BTL_ATOMIC_SUPPORTS_FLOAT;
+    }
+    return flags;
+}
+
+int mca_btl_ofi_atomics_probe(mca_btl_ofi_module_t *module, bool casless_as_messages)
 {
     mca_btl_ofi_atomic_caps_t *caps = &module->atomics;
+    const bool granted = !!(module->info->caps & FI_ATOMIC);
+    bool native;
 
     memset(caps, 0, sizeof(*caps));
-    for (int dt = 0; dt < MCA_BTL_OFI_ATOMIC_DT_COUNT; ++dt) {
+    for (int dt = 0; granted && dt < MCA_BTL_OFI_ATOMIC_DT_COUNT; ++dt) {
         size_t count = 0;
         caps->cswap[dt] =
             0 == fi_compare_atomicvalid(module->ep, mca_btl_ofi_atomic_dt[dt], FI_CSWAP, &count) &&
@@ -153,10 +182,40 @@ int mca_btl_ofi_atomics_probe(mca_btl_ofi_module_t *module)
         }
     }
 
-    /* osc/rdma needs 64-bit fetch-and-add and compare-and-swap at the very least. Some
-     * providers name FI_ATOMIC without them (net of libfabric 1.17 implements no atomic):
-     * component init passes such a provider over for the next one. */
-    if (!caps->cswap[0]) {
+    /* osc/rdma needs 64-bit fetch-and-add and compare-and-swap at the very least: natively,
+     * through the compare-and-swap loop, or as messages. */
+    native = granted && caps->cswap[0];
+    switch (mca_btl_ofi_params.atomics_path) {
+    case MCA_BTL_OFI_PATH_MESSAGES:
+        module->atomics_as_messages = true;
+        break;
+    case MCA_BTL_OFI_PATH_NATIVE:
+        module->atomics_as_messages = false;
+        break;
+    default:
+        /* Some providers name FI_ATOMIC without a compare-and-swap (net of libfabric 1.17
+         * implements no atomic): component init passes them over for the next one first,
+         * and takes messages on them only when no provider with one is left. */
+        module->atomics_as_messages = !granted || (!native && casless_as_messages);
+        break;
+    }
+    if (module->atomics_as_messages) {
+        if (!module->am_ready) {
+            /* no FI_MSG to carry them: passed over like a provider without atomics */
+            memset(caps, 0, sizeof(*caps));
+            return OPAL_ERR_NOT_SUPPORTED;
+        }
+        memset(caps, 0, sizeof(*caps));
+        module->super.btl_atomic_flags = mca_btl_ofi_atomics_advertise_messages();
+        opal_output_verbose(10, mca_btl_ofi_output,
+                            MCA_BTL_OFI_LOG "every atomic is a message the target applies (%s)",
+                            MCA_BTL_OFI_PATH_MESSAGES == mca_btl_ofi_params.atomics_path
+                                ? "btl_ofi_atomics=messages"
+                            : !granted ? "the provider grants no FI_ATOMIC"
+                                       : "the provider has no 64-bit compare-and-swap");
+        return OPAL_SUCCESS;
+    }
+    if (!native) {
         return OPAL_ERR_NOT_SUPPORTED;
     }
 
@@ -174,93 +233,14 @@ int mca_btl_ofi_atomics_probe(mca_btl_ofi_module_t *module)
 
 /* ---- emulation through compare-and-swap -------------------------------- */
 
-#define MCA_BTL_OFI_APPLY_LOGICAL(op, a, b)                                                        \
-    ((op) == MCA_BTL_ATOMIC_LAND  ? ((a) && (b))                                                   \
-     : (op) == MCA_BTL_ATOMIC_LOR ? ((a) || (b))                                                   \
-                                  : (!(a) != !(b)))
-
-/* new = old op operand for signed integers of either width. */
-static int64_t mca_btl_ofi_apply_int(mca_btl_base_atomic_op_t op, int64_t old, int64_t operand)
-{
-    switch (op) {
-    case MCA_BTL_ATOMIC_ADD:
-        return (int64_t)((uint64_t)old + (uint64_t)operand);
-    case MCA_BTL_ATOMIC_AND:
-        return old & operand;
-    case MCA_BTL_ATOMIC_OR:
-        return old | operand;
-    case MCA_BTL_ATOMIC_XOR:
-        return old ^ operand;
-    case MCA_BTL_ATOMIC_LAND:
-    case MCA_BTL_ATOMIC_LOR:
-    case MCA_BTL_ATOMIC_LXOR:
-        return MCA_BTL_OFI_APPLY_LOGICAL(op, old, operand);
-    case MCA_BTL_ATOMIC_MIN:
-        return old < operand ? old : operand;
-    case MCA_BTL_ATOMIC_MAX:
-        return old > operand ? old : operand;
-    case MCA_BTL_ATOMIC_SWAP:
-    default:
-        return operand;
-    }
-}
-
-static double mca_btl_ofi_apply_float(mca_btl_base_atomic_op_t op, double old, double operand)
-{
-    switch (op) {
-    case MCA_BTL_ATOMIC_ADD:
-        return old + operand;
-    case MCA_BTL_ATOMIC_MIN:
-        return old < operand ? old : operand;
-    case MCA_BTL_ATOMIC_MAX:
-        return old > operand ? old : operand;
-    case MCA_BTL_ATOMIC_LAND:
-    case MCA_BTL_ATOMIC_LOR:
-    case MCA_BTL_ATOMIC_LXOR:
-        return MCA_BTL_OFI_APPLY_LOGICAL(op, old != 0.0, operand != 0.0);
-    case MCA_BTL_ATOMIC_SWAP:
-    default:
-        return operand;
-    }
-}
-
-/* Apply the op to raw 4- or 8-byte patterns of the datatype dt. */
-static uint64_t mca_btl_ofi_apply(mca_btl_base_atomic_op_t op, int dt, uint64_t old,
-                                  uint64_t operand)
-{
-    switch (dt) {
-    case 0:
-        return (uint64_t)mca_btl_ofi_apply_int(op, (int64_t)old, (int64_t)operand);
-    case 1:
-        return (uint32_t)mca_btl_ofi_apply_int(op, (int32_t)(uint32_t)old,
-                                               (int32_t)(uint32_t)operand);
-    case 2: {
-        double a, b, r;
-        memcpy(&a, &old, 8);
-        memcpy(&b, &operand, 8);
-        r = mca_btl_ofi_apply_float(op, a, b);
-        memcpy(&old, &r, 8);
-        return old;
-    }
-    default: {
-        float a, b, r;
-        uint32_t old32 = (uint32_t)old, operand32 = (uint32_t)operand, out;
-        memcpy(&a, &old32, 4);
-        memcpy(&b, &operand32, 4);
-        r = (float)mca_btl_ofi_apply_float(op, a, b);
-        memcpy(&out, &r, 4);
-        return out;
-    }
-    }
-}
-
 /* Post an emulated atomic's next compare-and-swap; -FI_EAGAIN defers it. */
 static void mca_btl_ofi_emulation_post(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op)
 {
     /* Compare against the current guess; store the op applied to that guess. */
     mca_btl_ofi_words_t *words = op->words;
 
-    words->operand = mca_btl_ofi_apply(op->emu.op, op->emu.dt, words->compare, op->emu.operand);
+    words->operand =
+        mca_btl_ofi_atomic_apply(op->emu.op, op->emu.dt, words->compare, op->emu.operand);
     words->fetched = 0;
     ssize_t rc = fi_compare_atomic(module->ep, &words->operand, 1, op->words_desc,
                                    &words->compare, op->words_desc, &words->fetched,
@@ -389,6 +369,11 @@ static int mca_btl_ofi_atomic(mca_btl_ofi_module_t *module,
     if (OPAL_SUCCESS != rc) {
         return (int)rc;
     }
+    if (module->atomics_as_messages) {
+        /* answered once applied: the callback proves it, fetching or not */
+        return mca_btl_ofi_am_atomic(module, op, fetching ? MCA_BTL_OFI_AM_FOP : MCA_BTL_OFI_AM_OP,
+                                     mca_op, dt, operand, 0, &target);
+    }
     if (!(module->atomics.native[mca_op][dt] &
           (as_fetch ? MCA_BTL_OFI_NATIVE_FOP : MCA_BTL_OFI_NATIVE_OP))) {
         return mca_btl_ofi_emulate(module, op, mca_op, dt, fetching, operand, target.addr,
@@ -467,6 +452,10 @@ int mca_btl_ofi_acswap(struct mca_btl_base_module_t *btl, struct mca_btl_base_en
                                   &op);
     if (OPAL_SUCCESS != rc) {
         return (int)rc;
+    }
+    if (module->atomics_as_messages) {
+        return mca_btl_ofi_am_atomic(module, op, MCA_BTL_OFI_AM_CSWAP, MCA_BTL_ATOMIC_SWAP, dt,
+                                     value, compare, &target);
     }
     if (!module->atomics.cswap[dt]) {
         mca_btl_ofi_op_release(module, op);

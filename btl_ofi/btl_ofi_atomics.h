@@ -11,12 +11,18 @@
 BEGIN_C_DECLS
 
 /**
- * Learn from fi_*atomicvalid what the provider does natively; set btl_atomic_flags.
+ * Learn from fi_*atomicvalid what the provider does natively, choose between
+ * that and atomics as messages (btl_ofi_atomics, module->atomics_as_messages);
+ * set btl_atomic_flags. Call after mca_btl_ofi_am_start.
  *
+ * @param casless_as_messages (IN) whether a provider that names FI_ATOMIC but has
+ *        no 64-bit compare-and-swap gets atomics as messages (auto), instead of
+ *        being refused so that the caller tries the next provider first
  * @retval OPAL_SUCCESS, or OPAL_ERR_NOT_SUPPORTED (nothing recorded) when the
- *         endpoint has no 64-bit compare-and-swap
+ *         atomics can be served neither natively (64-bit compare-and-swap) nor
+ *         as messages (FI_MSG), as the setting allows
  */
-int mca_btl_ofi_atomics_probe(mca_btl_ofi_module_t *module);
+int mca_btl_ofi_atomics_probe(mca_btl_ofi_module_t *module, bool casless_as_messages);
 
 /**
  * Non-fetching atomic: (*remote_address) = (*remote_address) op operand.

@@ -11,6 +11,7 @@
 
 #include "opal/util/argv.h"
 
+#include "btl_ofi_am.h"
 #include "btl_ofi_atomics.h"
 #include "btl_ofi_device.h"
 #include "btl_ofi_discovery.h"
@@ -104,10 +105,12 @@ static int mca_btl_ofi_component_finalize_module(struct mca_btl_base_module_t *b
 /*
  * One provider's module, set up and published in the modex. NULL, with the
  * module finalized (freed), when that failed; *no_cswap says whether it failed
- * only because the endpoint has no 64-bit compare-and-swap (nothing recorded
- * then: another provider may serve).
+ * only because the endpoint can serve no atomics (no 64-bit compare-and-swap,
+ * and no messages for them where casless_as_messages allows them; nothing
+ * recorded then: another provider may serve).
  */
-static mca_btl_ofi_module_t *mca_btl_ofi_module_setup(struct fi_info *info, bool *no_cswap)
+static mca_btl_ofi_module_t *mca_btl_ofi_module_setup(struct fi_info *info,
+                                                      bool casless_as_messages, bool *no_cswap)
 {
     mca_btl_ofi_module_t *module = malloc(sizeof(*module));
     int rc;
@@ -124,7 +127,10 @@ static mca_btl_ofi_module_t *mca_btl_ofi_module_setup(struct fi_info *info, bool
 
     rc = mca_btl_ofi_device_open(module, info);
     if (OPAL_SUCCESS == rc) {
-        rc = mca_btl_ofi_atomics_probe(module);
+        rc = mca_btl_ofi_am_start(module);
+    }
+    if (OPAL_SUCCESS == rc) {
+        rc = mca_btl_ofi_atomics_probe(module, casless_as_messages);
         *no_cswap = OPAL_ERR_NOT_SUPPORTED == rc;
     }
     if (OPAL_SUCCESS == rc) {
@@ -145,6 +151,8 @@ static mca_btl_ofi_module_t *mca_btl_ofi_module_setup(struct fi_info *info, bool
  * A provider whose endpoint turns out to have no 64-bit compare-and-swap,
  * though it named FI_ATOMIC, is passed over for the next one discovery offers
  * (libfabric 1.17 lists "net", which has no atomic at all, before net;ofi_rxm).
+ * When every provider was passed over so, the first is taken again with its
+ * atomics sent as messages (btl_ofi_am.c), unless btl_ofi_atomics=native.
  */
 static mca_btl_base_module_t **
 mca_btl_ofi_component_init(int *num_btls, bool enable_progress_threads, bool enable_mpi_threads)
@@ -165,7 +173,7 @@ mca_btl_ofi_component_init(int *num_btls, bool enable_progress_threads, bool ena
     while (NULL != (info = mca_btl_ofi_discover(enable_mpi_threads, passed_over))) {
         char *name = strdup(info->fabric_attr->prov_name);
 
-        module = mca_btl_ofi_module_setup(info, &no_cswap);
+        module = mca_btl_ofi_module_setup(info, false, &no_cswap);
         if (NULL != module || !no_cswap || NULL == name) {
             /* done, or declined with its reason recorded (or out of memory) */
             free(name);
@@ -178,6 +186,11 @@ mca_btl_ofi_component_init(int *num_btls, bool enable_progress_threads, bool ena
         opal_argv_append_nosize(&passed_over, name);
         free(name);
     }
+    if (NULL == module && no_cswap && MCA_BTL_OFI_PATH_NATIVE != mca_btl_ofi_params.atomics_path &&
+        NULL != (info = mca_btl_ofi_discover(enable_mpi_threads, NULL))) {
+        /* no provider with a compare-and-swap: the best one, its atomics as messages */
+        module = mca_btl_ofi_module_setup(info, true, &no_cswap);
+    }
     if (NULL == module) {
         if (no_cswap) {
             /* the last provider tried, and every one before it, had no compare-and-swap */
@@ -189,7 +202,7 @@ mca_btl_ofi_component_init(int *num_btls, bool enable_progress_threads, bool ena
         return mca_btl_ofi_reporter(&mca_btl_ofi_component.super, num_btls);
     }
     opal_argv_free(passed_over);
-    mca_btl_ofi_discover_log(module->info);
+    mca_btl_ofi_discover_log(module->info, module->atomics_as_messages, module->gets_as_messages);
 
     modules = malloc(sizeof(*modules));
     if (NULL == modules) {

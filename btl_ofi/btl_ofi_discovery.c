@@ -1,9 +1,12 @@
 /*
  * btl-ofi discovery: which libfabric provider to use, and on what terms.
  *
- * Builds the fi_getinfo hints (RDM, RMA + atomics, the MR mode bits the MCA
- * parameter allows, the completion semantics), applies the include/exclude
- * lists and records (btl_ofi_report.h) why nothing qualified.
+ * Builds the fi_getinfo hints (RDM, RMA + atomics + RMA read, the MR mode
+ * bits the MCA parameter allows, the completion semantics), applies the
+ * include/exclude lists and records (btl_ofi_report.h) why nothing qualified.
+ * A provider without atomics or RMA read is taken, after every provider that
+ * has both, where it grants FI_MSG: what it lacks then travels as messages
+ * (btl_ofi_am.c).
  */
 
 #include "btl_ofi_discovery.h"
@@ -284,8 +287,15 @@ static bool mca_btl_ofi_wanted(const mca_btl_ofi_filter_t *filter, const struct 
     return !mca_btl_ofi_list_names(filter->exclude, name, true);
 }
 
+/* What btl-ofi always needs, what it takes when granted, and what carries the rest. */
+#define MCA_BTL_OFI_CAPS_RMA (FI_RMA | FI_WRITE | FI_REMOTE_WRITE)
+#define MCA_BTL_OFI_CAPS_READ (FI_READ | FI_REMOTE_READ)
+#define MCA_BTL_OFI_CAPS_MSG (FI_MSG | FI_SEND | FI_RECV)
+#define MCA_BTL_OFI_CAPS_ALL (MCA_BTL_OFI_CAPS_RMA | MCA_BTL_OFI_CAPS_READ | FI_ATOMIC)
+
 /* What one fi_getinfo call asks of the providers. */
 typedef struct mca_btl_ofi_ask_t {
+    uint64_t caps; /**< 0: MCA_BTL_OFI_CAPS_ALL */
     uint64_t mr_mode;
     uint64_t op_flags;
     uint64_t msg_order;
@@ -301,7 +311,7 @@ static struct fi_info *mca_btl_ofi_getinfo(const mca_btl_ofi_ask_t *ask, bool en
     if (NULL == hints) {
         return NULL;
     }
-    hints->caps = FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+    hints->caps = ask->caps ? ask->caps : MCA_BTL_OFI_CAPS_ALL;
     hints->domain_attr->mr_mode = (int)ask->mr_mode;
     if (ask->hmem) {
         /* System memory only: FI_MR_HMEM asks nothing of it (fi_mr(3)). */
@@ -374,10 +384,22 @@ static const char *mca_btl_ofi_missing_caps(const char *name)
     if (!(caps & FI_RMA)) {
         return (caps & FI_ATOMIC) ? "FI_RMA" : "FI_RMA and FI_ATOMIC";
     }
-    return (caps & FI_ATOMIC) ? "the combination btl-ofi asks for" : "FI_ATOMIC";
+    if (!(caps & FI_MSG)) {
+        /* what it lacks cannot travel as messages either */
+        if (!(caps & FI_ATOMIC)) {
+            return (caps & FI_READ) ? "FI_ATOMIC, and FI_MSG to carry atomics as messages"
+                                    : "FI_ATOMIC and FI_READ, and FI_MSG to carry them as "
+                                      "messages";
+        }
+        if (!(caps & FI_READ)) {
+            return "FI_READ, and FI_MSG to carry gets as messages";
+        }
+    }
+    return "the combination btl-ofi asks for";
 }
 
-static bool mca_btl_ofi_check_include(const mca_btl_ofi_filter_t *filter, const struct fi_info *all)
+static bool mca_btl_ofi_check_include(const mca_btl_ofi_filter_t *filter, const struct fi_info *all,
+                                      const struct fi_info *msgs)
 {
     for (int i = 0; filter->include && filter->include[i]; ++i) {
         const char *name = filter->include[i], *lacks;
@@ -385,6 +407,10 @@ static bool mca_btl_ofi_check_include(const mca_btl_ofi_filter_t *filter, const 
         char *names, param[64];
 
         for (const struct fi_info *cur = all; cur && !found; cur = cur->next) {
+            found = mca_btl_ofi_names(name, cur->fabric_attr->prov_name, false);
+        }
+        /* one without atomics or RMA read serves through messages */
+        for (const struct fi_info *cur = msgs; cur && !found; cur = cur->next) {
             found = mca_btl_ofi_names(name, cur->fabric_attr->prov_name, false);
         }
         if (found) {
@@ -459,17 +485,20 @@ static void mca_btl_ofi_explain(const mca_btl_ofi_filter_t *filter, const struct
         mca_btl_ofi_completion_setting(), fi_provider ? fi_provider : "(not set)", NULL);
 }
 
-void mca_btl_ofi_discover_log(const struct fi_info *info)
+void mca_btl_ofi_discover_log(const struct fi_info *info, bool atomics_as_messages,
+                              bool gets_as_messages)
 {
     char mode[128];
 
     opal_output_verbose(10, mca_btl_ofi_output,
                         MCA_BTL_OFI_LOG "selected provider %s (fabric %s, domain %s), mr_mode %s, "
-                                        "key size %zu, completion %s%s",
+                                        "key size %zu, completion %s, atomics %s, gets %s%s",
                         info->fabric_attr->prov_name, info->fabric_attr->name,
                         info->domain_attr->name,
                         mca_btl_ofi_mr_mode_str(info->domain_attr->mr_mode, mode, sizeof(mode)),
                         info->domain_attr->mr_key_size, mca_btl_ofi_completion_name(info),
+                        atomics_as_messages ? "messages" : "native",
+                        gets_as_messages ? "messages" : "native",
                         (info->caps & FI_HMEM) ? ", FI_HMEM (system memory only)" : "");
 }
 
@@ -537,9 +566,10 @@ static void mca_btl_ofi_prefer(struct fi_info **chosen, struct fi_info *better)
  * selects shm's faster protocols.
  */
 static struct fi_info *mca_btl_ofi_try(const mca_btl_ofi_filter_t *filter, bool enable_mpi_threads,
-                                       uint64_t op_flags, uint64_t msg_order)
+                                       uint64_t caps, uint64_t op_flags, uint64_t msg_order)
 {
     mca_btl_ofi_ask_t ask = {
+        .caps = caps,
         .mr_mode = mca_btl_ofi_params.mr_mode_allowed & MCA_BTL_OFI_MR_SERVED,
         .op_flags = op_flags,
         .msg_order = msg_order,
@@ -563,36 +593,149 @@ static struct fi_info *mca_btl_ofi_try(const mca_btl_ofi_filter_t *filter, bool 
     return chosen;
 }
 
-/*
- * auto: delivery-complete if granted, else read-after-write ordering for the proof reads;
- * delivery / read_proof: only that; local: neither (debug).
- */
-static struct fi_info *mca_btl_ofi_select(const mca_btl_ofi_filter_t *filter,
-                                          bool enable_mpi_threads)
+bool mca_btl_ofi_gets_by_messages(const struct fi_info *info)
 {
+    switch (mca_btl_ofi_params.gets_path) {
+    case MCA_BTL_OFI_PATH_MESSAGES:
+        return true;
+    case MCA_BTL_OFI_PATH_NATIVE:
+        return false;
+    default:
+        return MCA_BTL_OFI_CAPS_READ != (info->caps & MCA_BTL_OFI_CAPS_READ);
+    }
+}
+
+/*
+ * The capability sets to ask for, best first: atomics and RMA read, then
+ * without atomics, without read, without both. What a set leaves out travels
+ * as messages, so such a set asks for FI_MSG as well. btl_ofi_atomics and
+ * btl_ofi_gets set to native keep the cap in every set; set to messages they
+ * leave it out of every set (as on a provider without it). Returns the count.
+ */
+static int mca_btl_ofi_cap_sets(uint64_t sets[4])
+{
+    static const uint64_t extras[] = {FI_ATOMIC | MCA_BTL_OFI_CAPS_READ, MCA_BTL_OFI_CAPS_READ,
+                                      FI_ATOMIC, 0};
+    int count = 0;
+
+    for (size_t i = 0; i < sizeof(extras) / sizeof(extras[0]); ++i) {
+        uint64_t caps = MCA_BTL_OFI_CAPS_RMA | extras[i];
+        bool seen = false;
+
+        if ((MCA_BTL_OFI_PATH_NATIVE == mca_btl_ofi_params.atomics_path && !(caps & FI_ATOMIC)) ||
+            (MCA_BTL_OFI_PATH_NATIVE == mca_btl_ofi_params.gets_path && !(caps & FI_READ))) {
+            continue;
+        }
+        if (MCA_BTL_OFI_PATH_MESSAGES == mca_btl_ofi_params.atomics_path) {
+            caps &= ~(uint64_t)FI_ATOMIC;
+        }
+        if (MCA_BTL_OFI_PATH_MESSAGES == mca_btl_ofi_params.gets_path) {
+            caps &= ~(uint64_t)MCA_BTL_OFI_CAPS_READ;
+        }
+        if (MCA_BTL_OFI_CAPS_ALL != caps) {
+            caps |= MCA_BTL_OFI_CAPS_MSG;
+        }
+        for (int j = 0; j < count; ++j) {
+            seen = seen || sets[j] == caps;
+        }
+        if (!seen) {
+            sets[count++] = caps;
+        }
+    }
+    return count;
+}
+
+/* The ordering read proofs need: atomics only where the provider's own atomics are used. */
+static uint64_t mca_btl_ofi_proof_order(uint64_t caps)
+{
+    uint64_t order = MCA_BTL_OFI_PROOF_ORDER;
+
+    return (caps & FI_ATOMIC) ? order : order & ~(uint64_t)FI_ORDER_ATOMIC_RAW;
+}
+
+/*
+ * One capability set, completion as btl_ofi_completion says. auto:
+ * delivery-complete if granted, else read-after-write ordering for the proof
+ * reads; delivery / read_proof: only that; local: neither (debug). Proof
+ * reads need RMA read: without it read_proof is not tried, and *unprovable
+ * gets the provider that would have served but for that (caller frees).
+ */
+static struct fi_info *mca_btl_ofi_select_caps(const mca_btl_ofi_filter_t *filter,
+                                               bool enable_mpi_threads, uint64_t caps,
+                                               char **unprovable)
+{
+    const bool reads = !!(caps & FI_READ);
+    const int completion = mca_btl_ofi_params.completion;
     struct fi_info *chosen = NULL;
 
-    switch (mca_btl_ofi_params.completion) {
-    case MCA_BTL_OFI_COMPLETION_LOCAL:
-        return mca_btl_ofi_try(filter, enable_mpi_threads, 0, 0);
-    case MCA_BTL_OFI_COMPLETION_READ_PROOF:
-        return mca_btl_ofi_try(filter, enable_mpi_threads, 0, MCA_BTL_OFI_PROOF_ORDER);
-    case MCA_BTL_OFI_COMPLETION_DELIVERY:
-        return mca_btl_ofi_try(filter, enable_mpi_threads, FI_DELIVERY_COMPLETE, 0);
-    default:
-        chosen = mca_btl_ofi_try(filter, enable_mpi_threads, FI_DELIVERY_COMPLETE, 0);
-        if (NULL == chosen) {
-            chosen = mca_btl_ofi_try(filter, enable_mpi_threads, 0, MCA_BTL_OFI_PROOF_ORDER);
-        }
+    if (MCA_BTL_OFI_COMPLETION_LOCAL == completion) {
+        return mca_btl_ofi_try(filter, enable_mpi_threads, caps, 0, 0);
+    }
+    if (MCA_BTL_OFI_COMPLETION_READ_PROOF != completion) {
+        chosen = mca_btl_ofi_try(filter, enable_mpi_threads, caps, FI_DELIVERY_COMPLETE, 0);
+    }
+    if (NULL != chosen || MCA_BTL_OFI_COMPLETION_DELIVERY == completion) {
         return chosen;
     }
+    if (reads) {
+        return mca_btl_ofi_try(filter, enable_mpi_threads, caps, 0, mca_btl_ofi_proof_order(caps));
+    }
+    if (NULL == *unprovable) {
+        const mca_btl_ofi_ask_t ask = {
+            .caps = caps,
+            .mr_mode = mca_btl_ofi_params.mr_mode_allowed & MCA_BTL_OFI_MR_SERVED,
+        };
+        struct fi_info *found = mca_btl_ofi_ask(filter, &ask, NULL, enable_mpi_threads);
+
+        if (NULL != found) {
+            *unprovable = strdup(found->fabric_attr->prov_name);
+            fi_freeinfo(found);
+        }
+    }
+    return NULL;
+}
+
+/*
+ * Every capability set in turn (mca_btl_ofi_cap_sets). When none serves and
+ * a provider failed only for want of a completion proof, decline with that
+ * reason and set *declined.
+ */
+static struct fi_info *mca_btl_ofi_select(const mca_btl_ofi_filter_t *filter,
+                                          bool enable_mpi_threads, bool *declined)
+{
+    struct fi_info *chosen = NULL;
+    char *unprovable = NULL;
+    uint64_t sets[4];
+    int count = mca_btl_ofi_cap_sets(sets);
+
+    for (int i = 0; i < count && NULL == chosen; ++i) {
+        chosen = mca_btl_ofi_select_caps(filter, enable_mpi_threads, sets[i], &unprovable);
+    }
+    if (NULL == chosen && NULL != unprovable) {
+        char param[2][64];
+
+        mca_btl_ofi_decline("no-completion-proof", unprovable,
+                            mca_btl_ofi_param_name("completion", param[0], sizeof(param[0])),
+                            mca_btl_ofi_completion_setting(),
+                            mca_btl_ofi_param_name("gets", param[1], sizeof(param[1])),
+                            mca_btl_ofi_params.gets_text ? mca_btl_ofi_params.gets_text : "auto",
+                            NULL);
+        *declined = true;
+    }
+    free(unprovable);
+    return chosen;
 }
 
 struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads, char **passed_over)
 {
     const mca_btl_ofi_ask_t all_modes = {.mr_mode = MCA_BTL_OFI_MR_ALL};
+    const mca_btl_ofi_ask_t msg_modes = {
+        .caps = MCA_BTL_OFI_CAPS_RMA | MCA_BTL_OFI_CAPS_MSG,
+        .mr_mode = MCA_BTL_OFI_MR_ALL,
+    };
     mca_btl_ofi_filter_t filter = {NULL, NULL, passed_over};
-    struct fi_info *all = NULL, *chosen = NULL;
+    struct fi_info *all = NULL, *msgs = NULL, *chosen = NULL;
+    bool declined = false;
 
     if (mca_btl_ofi_params.provider_include && *mca_btl_ofi_params.provider_include &&
         mca_btl_ofi_params.provider_exclude && *mca_btl_ofi_params.provider_exclude) {
@@ -608,15 +751,17 @@ struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads, char **passed_over
         goto out;
     }
 
-    /* Every RDM provider with RMA and atomics, whatever its MR needs: for messages. */
+    /* Every RDM provider with RMA and atomics, or with RMA and FI_MSG to carry what it lacks,
+     * whatever its MR needs: for messages. */
     all = mca_btl_ofi_getinfo(&all_modes, enable_mpi_threads);
-    if (!mca_btl_ofi_check_include(&filter, all)) {
+    msgs = mca_btl_ofi_getinfo(&msg_modes, enable_mpi_threads);
+    if (!mca_btl_ofi_check_include(&filter, all, msgs)) {
         goto out;
     }
 
-    chosen = mca_btl_ofi_select(&filter, enable_mpi_threads);
+    chosen = mca_btl_ofi_select(&filter, enable_mpi_threads, &declined);
     if (NULL == chosen) {
-        if (NULL == passed_over) {
+        if (NULL == passed_over && !declined) {
             mca_btl_ofi_explain(&filter, all);
         }
         goto out;
@@ -626,6 +771,7 @@ struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads, char **passed_over
                         chosen->fabric_attr->prov_name);
 out:
     fi_freeinfo(all);
+    fi_freeinfo(msgs);
     opal_argv_free(filter.include);
     opal_argv_free(filter.exclude);
     return chosen;

@@ -35,9 +35,17 @@ int mca_btl_ofi_mr_mode_parse(const char *text, uint64_t *mask);
 /**
  * The verbose line (level 10) that names the provider in use and its terms:
  * "selected provider P (fabric F, domain D), mr_mode M, key size K,
- * completion C", printed once a module works on it.
+ * completion C, atomics native|messages, gets native|messages", printed once
+ * a module works on it.
  */
-void mca_btl_ofi_discover_log(const struct fi_info *info);
+void mca_btl_ofi_discover_log(const struct fi_info *info, bool atomics_as_messages,
+                              bool gets_as_messages);
+
+/**
+ * Whether gets travel as messages with this provider: btl_ofi_gets=messages,
+ * or auto and the info grants no FI_READ / FI_REMOTE_READ.
+ */
+bool mca_btl_ofi_gets_by_messages(const struct fi_info *info);
 
 /** "delivery", "read_proof" or "local ...": how flush proves completion with this info. */
 const char *mca_btl_ofi_completion_name(const struct fi_info *info);

@@ -102,6 +102,13 @@ struct mca_btl_ofi_module_t {
     void (*co_progress)(struct mca_btl_ofi_module_t *module);
 
     bool initialized;
+
+    /** every atomic travels as a message that the target applies (btl_ofi_am.c) */
+    bool atomics_as_messages;
+    /** every get travels as a request that the target answers with the data */
+    bool gets_as_messages;
+    /** the message handlers of both are set (module->msg exists) */
+    bool am_ready;
 };
 
 /** Capabilities and function table every module starts from (btl_component is set at init). */

@@ -114,6 +114,9 @@ void mca_btl_ofi_word_slabs_release(mca_btl_ofi_module_t *module);
 typedef struct mca_btl_ofi_target_t {
     uint64_t addr; /**< virtual, or an offset from the registered base */
     uint64_t key;
+    /** the check word of the handle it came from: a target that applies the access
+     *  itself (btl_ofi_am.c) checks that its registration is that one */
+    uint64_t check;
 } mca_btl_ofi_target_t;
 
 /** The check word of a handle: a mix of its fields that no blend of two handles matches. */
@@ -162,6 +165,7 @@ static inline void mca_btl_ofi_target_in(const mca_btl_ofi_module_t *module,
 {
     target->addr = module->virt_addr ? address : address - h->base;
     target->key = h->key;
+    target->check = h->check;
 }
 
 END_C_DECLS

@@ -2,10 +2,11 @@
  * btl-ofi messages: fi_send / fi_recv beside RMA.
  *
  * Some of what this BTL does needs the peer's progress to act for it: apply
- * gathered puts (btl_ofi_coalesce.c) and name the registration behind an
- * address (btl_ofi_locate.c). Both travel as messages on the one endpoint.
+ * gathered puts (btl_ofi_coalesce.c), name the registration behind an
+ * address (btl_ofi_locate.c), apply atomics and answer gets the provider
+ * cannot do (btl_ofi_am.c). All travel as messages on the one endpoint.
  * FI_MSG is asked for beside what discovery chose (a second fi_getinfo with
- * that info as hints); a provider that does not grant it leaves both out.
+ * that info as hints); a provider that does not grant it leaves them out.
  *
  * Receiving: a fixed set of buffers stays posted (registered once under
  * FI_MR_LOCAL); a completed one goes to the handler of its message's type
@@ -21,19 +22,31 @@
 
 #include "opal/class/opal_list.h"
 
+#include "btl_ofi_discovery.h"
 #include "btl_ofi_endpoint.h"
 #include "btl_ofi_mr.h"
 #include "btl_ofi_ops.h"
 #include "btl_ofi_pvar.h"
 
-/* A small message on its way: copied so that the caller's buffer is free at once. */
+/*
+ * A message on its way: copied so that the caller's buffer is free at once;
+ * small ones into the item itself, larger ones (get data) into memory of their own.
+ */
 typedef struct mca_btl_ofi_msg_out_t {
     opal_list_item_t super;
     struct mca_btl_base_endpoint_t *endpoint;
     size_t bytes;
-    uint64_t data[MCA_BTL_OFI_MSG_SMALL / sizeof(uint64_t)];
+    void *data;  /**< small, or big */
+    void *big;   /**< a message larger than small, else NULL */
+    uint64_t small[MCA_BTL_OFI_MSG_SMALL / sizeof(uint64_t)];
 } mca_btl_ofi_msg_out_t;
-static OBJ_CLASS_INSTANCE(mca_btl_ofi_msg_out_t, opal_list_item_t, NULL, NULL);
+
+static void mca_btl_ofi_msg_out_destruct(mca_btl_ofi_msg_out_t *out)
+{
+    free(out->big);
+}
+static OBJ_CLASS_INSTANCE(mca_btl_ofi_msg_out_t, opal_list_item_t, NULL,
+                          mca_btl_ofi_msg_out_destruct);
 
 struct mca_btl_ofi_msg_t {
     opal_mutex_t lock;  /**< queued */
@@ -57,6 +70,9 @@ bool mca_btl_ofi_msg_prepare(struct fi_info **info)
     uint32_t version;
     int rc;
 
+    if ((FI_MSG | FI_SEND | FI_RECV) == ((*info)->caps & (FI_MSG | FI_SEND | FI_RECV))) {
+        return true; /* discovery asked for it already (atomics or gets as messages) */
+    }
     hints = fi_dupinfo(*info);
     if (NULL == hints) {
         return false;
@@ -70,9 +86,10 @@ bool mca_btl_ofi_msg_prepare(struct fi_info **info)
         0 != strcmp(found->fabric_attr->prov_name, (*info)->fabric_attr->prov_name)) {
         opal_output_verbose(1, mca_btl_ofi_output,
                             MCA_BTL_OFI_LOG "%s grants no FI_MSG beside what btl-ofi uses (%s): "
-                                            "puts are not gathered, and an access whose "
+                                            "puts are not gathered, an access whose "
                                             "registration handle does not cover it is refused "
-                                            "instead of located at the peer",
+                                            "instead of located at the peer, and atomics and "
+                                            "gets cannot travel as messages",
                             (*info)->fabric_attr->prov_name,
                             rc ? fi_strerror(-rc) : "another provider");
         fi_freeinfo(found);
@@ -162,6 +179,11 @@ void mca_btl_ofi_msg_start(mca_btl_ofi_module_t *module, size_t largest, int buf
     }
     OBJ_CONSTRUCT(&msg->lock, opal_mutex_t);
     OBJ_CONSTRUCT(&msg->queued, opal_list_t);
+    if (mca_btl_ofi_gets_by_messages(module->info)) {
+        /* A get's data comes back in pieces of one receive buffer each. Their number stays
+         * the caller's: the CQ is sized for it (btl_ofi_device.c). */
+        largest = largest < MCA_BTL_OFI_MSG_LARGE ? MCA_BTL_OFI_MSG_LARGE : largest;
+    }
     msg->largest = largest < MCA_BTL_OFI_MSG_SMALL ? MCA_BTL_OFI_MSG_SMALL : largest;
     msg->nbufs = buffers;
     msg->inject_size = module->info->tx_attr->inject_size;
@@ -312,28 +334,61 @@ static void mca_btl_ofi_msg_queue(mca_btl_ofi_module_t *module, mca_btl_ofi_msg_
     OPAL_THREAD_UNLOCK(&module->msg->lock);
 }
 
-int mca_btl_ofi_msg_send(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoint_t *endpoint,
-                         const void *msg, size_t bytes)
+/* Copy head and data into a new message and send it (or queue it after -FI_EAGAIN). */
+static int mca_btl_ofi_msg_copy_send(mca_btl_ofi_module_t *module,
+                                     struct mca_btl_base_endpoint_t *endpoint, const void *head,
+                                     size_t head_bytes, const void *data, size_t bytes)
 {
-    mca_btl_ofi_msg_out_t *out;
+    const size_t total = head_bytes + bytes;
+    mca_btl_ofi_msg_out_t *out = OBJ_NEW(mca_btl_ofi_msg_out_t);
     int rc;
 
-    if (bytes > MCA_BTL_OFI_MSG_SMALL) {
-        return OPAL_ERR_BAD_PARAM;
-    }
-    out = OBJ_NEW(mca_btl_ofi_msg_out_t);
     if (NULL == out) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
+    out->data = out->small;
+    out->big = NULL;
+    if (total > sizeof(out->small)) {
+        out->big = malloc(total);
+        if (NULL == out->big) {
+            OBJ_RELEASE(out);
+            return OPAL_ERR_OUT_OF_RESOURCE;
+        }
+        out->data = out->big;
+    }
     out->endpoint = endpoint;
-    out->bytes = bytes;
-    memcpy(out->data, msg, bytes);
+    out->bytes = total;
+    memcpy(out->data, head, head_bytes);
+    if (bytes > 0) {
+        memcpy((char *)out->data + head_bytes, data, bytes);
+    }
     rc = mca_btl_ofi_msg_post(module, out);
     if (OPAL_ERR_OUT_OF_RESOURCE == rc) {
         mca_btl_ofi_msg_queue(module, out);
         return OPAL_SUCCESS;
     }
     return rc;
+}
+
+int mca_btl_ofi_msg_send(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoint_t *endpoint,
+                         const void *msg, size_t bytes)
+{
+    if (bytes > MCA_BTL_OFI_MSG_SMALL) {
+        return OPAL_ERR_BAD_PARAM;
+    }
+    return mca_btl_ofi_msg_copy_send(module, endpoint, msg, bytes, NULL, 0);
+}
+
+int mca_btl_ofi_msg_send_data(mca_btl_ofi_module_t *module,
+                              struct mca_btl_base_endpoint_t *endpoint, const void *head,
+                              size_t head_bytes, const void *data, size_t bytes)
+{
+    return mca_btl_ofi_msg_copy_send(module, endpoint, head, head_bytes, data, bytes);
+}
+
+size_t mca_btl_ofi_msg_largest(const mca_btl_ofi_module_t *module)
+{
+    return NULL == module->msg ? 0 : module->msg->largest;
 }
 
 /* Progress: send again what the provider refused before. */

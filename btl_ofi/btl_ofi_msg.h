@@ -20,6 +20,10 @@ enum mca_btl_ofi_msg_type_t {
     MCA_BTL_OFI_MSG_PUTS_DONE, /**< their answer */
     MCA_BTL_OFI_MSG_LOCATE,    /**< which registration covers an address (btl_ofi_locate.c) */
     MCA_BTL_OFI_MSG_LOCATED,   /**< its answer */
+    MCA_BTL_OFI_MSG_ATOMIC,    /**< an atomic for the target to apply (btl_ofi_am.c) */
+    MCA_BTL_OFI_MSG_ATOMIC_DONE, /**< its answer: applied (old value) or refused */
+    MCA_BTL_OFI_MSG_GET,       /**< a get for the target to answer with the data */
+    MCA_BTL_OFI_MSG_GET_DATA,  /**< one piece of that data, or the refusal */
     MCA_BTL_OFI_MSG_TYPES,
 };
 
@@ -37,6 +41,8 @@ typedef struct mca_btl_ofi_msg_header_t {
 #define MCA_BTL_OFI_MSG_SMALL 256
 /** Receive buffers kept posted when only small messages come (no coalescing). */
 #define MCA_BTL_OFI_MSG_BUFFERS 8
+/** Receive buffer bytes where gets travel as messages (their data in pieces). */
+#define MCA_BTL_OFI_MSG_LARGE (8192 + 64)
 
 /**
  * Handles one received message (msg, bytes as the header says, checked to fit
@@ -85,6 +91,21 @@ void mca_btl_ofi_msg_header_init(mca_btl_ofi_msg_header_t *header,
  */
 int mca_btl_ofi_msg_send(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoint_t *endpoint,
                          const void *msg, size_t bytes);
+
+/**
+ * Send a message made of a head (its header filled by mca_btl_ofi_msg_header_init
+ * for head_bytes + bytes) and data, both copied: the caller may reuse them at
+ * once. For messages larger than MCA_BTL_OFI_MSG_SMALL (the data of a get
+ * answered by messages); the receiver must have buffers that large.
+ *
+ * @retval as mca_btl_ofi_msg_send
+ */
+int mca_btl_ofi_msg_send_data(mca_btl_ofi_module_t *module,
+                              struct mca_btl_base_endpoint_t *endpoint, const void *head,
+                              size_t head_bytes, const void *data, size_t bytes);
+
+/** The largest message this process receives (bytes of one receive buffer). */
+size_t mca_btl_ofi_msg_largest(const mca_btl_ofi_module_t *module);
 
 /** At finalize, before the fids are closed: release the receive buffers' registration. */
 void mca_btl_ofi_msg_deregister(mca_btl_ofi_module_t *module);

@@ -64,6 +64,8 @@ struct mca_btl_ofi_op_t {
     /** a put that coalescing counts as in flight to its peer (btl_ofi_coalesce.c): that
      *  peer's count, which releasing the operation counts down; else NULL */
     atomic_int *in_flight;
+    /** a get answered by messages (btl_ofi_am.c): bytes still to arrive */
+    atomic_uint_fast64_t am_remaining;
 };
 OBJ_CLASS_DECLARATION(mca_btl_ofi_op_t);
 

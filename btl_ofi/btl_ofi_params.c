@@ -24,6 +24,13 @@ const mca_base_var_enum_value_t mca_btl_ofi_completion_values[] = {
     {0, NULL},
 };
 
+const mca_base_var_enum_value_t mca_btl_ofi_path_values[] = {
+    {MCA_BTL_OFI_PATH_AUTO, "auto"},
+    {MCA_BTL_OFI_PATH_NATIVE, "native"},
+    {MCA_BTL_OFI_PATH_MESSAGES, "messages"},
+    {0, NULL},
+};
+
 /*
  * Integer parameters. They are registered as strings and parsed here, because
  * Open MPI reads a non-numeric value of an int variable as the number its
@@ -178,20 +185,25 @@ static int mca_btl_ofi_register_string(const mca_base_component_t *component, co
                                            MCA_BASE_VAR_SCOPE_READONLY, storage);
 }
 
-/* "auto, delivery, read_proof, local": the valid values of btl_ofi_completion (caller frees). */
-static char *mca_btl_ofi_completion_names(void)
+/* "auto, delivery, read_proof, local": the valid values of a choice (caller frees). */
+static char *mca_btl_ofi_choice_names(const mca_base_var_enum_value_t *values)
 {
     size_t len = 1;
     char *names;
 
-    for (int i = 0; NULL != mca_btl_ofi_completion_values[i].string; ++i) {
-        len += strlen(mca_btl_ofi_completion_values[i].string) + 2;
+    for (int i = 0; NULL != values[i].string; ++i) {
+        len += strlen(values[i].string) + 2;
     }
     names = calloc(1, len);
-    for (int i = 0; NULL != names && NULL != mca_btl_ofi_completion_values[i].string; ++i) {
-        strcat(strcat(names, i ? ", " : ""), mca_btl_ofi_completion_values[i].string);
+    for (int i = 0; NULL != names && NULL != values[i].string; ++i) {
+        strcat(strcat(names, i ? ", " : ""), values[i].string);
     }
     return names;
+}
+
+static char *mca_btl_ofi_completion_names(void)
+{
+    return mca_btl_ofi_choice_names(mca_btl_ofi_completion_values);
 }
 
 /*
@@ -200,14 +212,31 @@ static char *mca_btl_ofi_completion_names(void)
  * message from every rank (through the show_help path that mpirun 4.1 mishandles,
  * NOTES.txt section 11) and silently keeps the default.
  */
-static bool mca_btl_ofi_parse_completion(const char *text, int *out)
+static bool mca_btl_ofi_parse_choice(const mca_base_var_enum_value_t *values, const char *text,
+                                     int *out)
 {
-    for (int i = 0; NULL != text && NULL != mca_btl_ofi_completion_values[i].string; ++i) {
-        if (0 == strcmp(text, mca_btl_ofi_completion_values[i].string)) {
-            *out = mca_btl_ofi_completion_values[i].value;
+    for (int i = 0; NULL != text && NULL != values[i].string; ++i) {
+        if (0 == strcmp(text, values[i].string)) {
+            *out = values[i].value;
             return true;
         }
     }
+    return false;
+}
+
+/* A choice the user set, matched; an unknown value declines with the valid ones. */
+static bool mca_btl_ofi_choice_valid(const char *param, const mca_base_var_enum_value_t *values,
+                                     const char *text, int *out)
+{
+    char name[64], *names;
+
+    if (mca_btl_ofi_parse_choice(values, text, out)) {
+        return true;
+    }
+    names = mca_btl_ofi_choice_names(values);
+    mca_btl_ofi_decline("bad-choice", mca_btl_ofi_param_name(param, name, sizeof(name)),
+                        text ? text : "", names ? names : "?", NULL);
+    free(names);
     return false;
 }
 
@@ -282,20 +311,44 @@ void mca_btl_ofi_params_register(const mca_base_component_t *component)
         "prove (the negative control of the reordering tests)",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_btl_ofi_params.proof_trusts_order);
+
+    mca_btl_ofi_params.atomics_text = "auto";
+    (void)mca_base_component_var_register(
+        component, "atomics",
+        "How atomics reach the target: native (the provider's atomics; an op it lacks runs as a "
+        "compare-and-swap loop; a provider without FI_ATOMIC or a 64-bit compare-and-swap is "
+        "not used), messages (every atomic is a message that the target's progress applies "
+        "with CPU atomics and answers; needs FI_MSG), auto (native when the provider can, else "
+        "messages). messages on a provider with atomics is a debug setting (one of: auto, "
+        "native, messages)",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_btl_ofi_params.atomics_text);
+
+    mca_btl_ofi_params.gets_text = "auto";
+    (void)mca_base_component_var_register(
+        component, "gets",
+        "How gets reach the target: native (fi_read; a provider without FI_READ is not used), "
+        "messages (a request that the target's progress answers with the data, in pieces of "
+        "the receive buffer's size; needs FI_MSG, and delivery-complete since no RMA read is "
+        "then asked for to prove remote completion), auto (native when the provider grants "
+        "FI_READ, else messages). messages on a provider with FI_READ is a debug setting (one "
+        "of: auto, native, messages)",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_btl_ofi_params.gets_text);
 }
 
 bool mca_btl_ofi_params_valid(void)
 {
     char name[64];
 
-    if (!mca_btl_ofi_parse_completion(mca_btl_ofi_params.completion_text,
-                                      &mca_btl_ofi_params.completion)) {
-        char *names = mca_btl_ofi_completion_names();
-        mca_btl_ofi_decline(
-            "bad-choice", mca_btl_ofi_param_name("completion", name, sizeof(name)),
-            mca_btl_ofi_params.completion_text ? mca_btl_ofi_params.completion_text : "",
-            names ? names : "?", NULL);
-        free(names);
+    if (!mca_btl_ofi_choice_valid("completion", mca_btl_ofi_completion_values,
+                                  mca_btl_ofi_params.completion_text,
+                                  &mca_btl_ofi_params.completion) ||
+        !mca_btl_ofi_choice_valid("atomics", mca_btl_ofi_path_values,
+                                  mca_btl_ofi_params.atomics_text,
+                                  &mca_btl_ofi_params.atomics_path) ||
+        !mca_btl_ofi_choice_valid("gets", mca_btl_ofi_path_values, mca_btl_ofi_params.gets_text,
+                                  &mca_btl_ofi_params.gets_path)) {
         return false;
     }
     for (size_t i = 0; i < MCA_BTL_OFI_NUM_INT_PARAMS; ++i) {

@@ -38,6 +38,21 @@ enum mca_btl_ofi_completion_t {
     MCA_BTL_OFI_COMPLETION_LOCAL = 3,
 };
 
+/**
+ * How atomics (btl_ofi_atomics) or gets (btl_ofi_gets) reach the target: by the
+ * provider's own operations, or as messages that the target's progress applies
+ * (btl_ofi_am.c).
+ */
+enum mca_btl_ofi_path_t {
+    /** native when the provider grants it (atomics: FI_ATOMIC with a 64-bit compare-and-swap;
+     *  gets: FI_READ), else messages */
+    MCA_BTL_OFI_PATH_AUTO = 0,
+    /** only the provider's own operations: a provider without them is not used */
+    MCA_BTL_OFI_PATH_NATIVE = 1,
+    /** always messages, as if the provider lacked the operations (btl-ofi then asks for none) */
+    MCA_BTL_OFI_PATH_MESSAGES = 2,
+};
+
 /** The MCA parameters, as registered and as parsed at init. */
 /*
  * How each put, get and atomic asks whether a fault is injected, a build-time
@@ -69,11 +84,17 @@ typedef struct mca_btl_ofi_params_t {
     int inject_eagain_permille; /**< debug: posts refused as -FI_EAGAIN, per 1000 */
     int inject_cq_error_every;  /**< debug: every Nth put/get uses a corrupted key */
     int inject_stale_every; /**< debug: every Nth remote access takes its handle as stale */
+    char *atomics_text; /**< btl_ofi_atomics: auto, native or messages */
+    int atomics_path;   /**< parsed from atomics_text at init (enum mca_btl_ofi_path_t) */
+    char *gets_text;    /**< btl_ofi_gets: auto, native or messages */
+    int gets_path;      /**< parsed from gets_text at init (enum mca_btl_ofi_path_t) */
 } mca_btl_ofi_params_t;
 
 extern mca_btl_ofi_params_t mca_btl_ofi_params;
 /** Names of btl_ofi_completion values, terminated by {0, NULL}. */
 extern const mca_base_var_enum_value_t mca_btl_ofi_completion_values[];
+/** Names of btl_ofi_atomics / btl_ofi_gets values, terminated by {0, NULL}. */
+extern const mca_base_var_enum_value_t mca_btl_ofi_path_values[];
 
 /**
  * Register the component's own parameters (not those of the module template).

@@ -94,6 +94,20 @@ static const struct {
     [MCA_BTL_OFI_CNT_KEY_SIZE] = {"mr_key_size",
                                   "The provider's memory-registration key size in bytes",
                                   MCA_BASE_PVAR_CLASS_LEVEL},
+    [MCA_BTL_OFI_CNT_ATOMICS_AS_MESSAGES] = {"atomics_as_messages",
+                                             "Atomics sent to the target as messages that its "
+                                             "progress applies (the provider lacks atomics, or "
+                                             "btl_ofi_atomics=messages)",
+                                             MCA_BASE_PVAR_CLASS_COUNTER},
+    [MCA_BTL_OFI_CNT_GETS_AS_MESSAGES] = {"gets_as_messages",
+                                          "Gets sent to the target as requests that its "
+                                          "progress answers with the data (the provider lacks "
+                                          "RMA read, or btl_ofi_gets=messages)",
+                                          MCA_BASE_PVAR_CLASS_COUNTER},
+    [MCA_BTL_OFI_CNT_MESSAGES_APPLIED] = {"messages_applied",
+                                          "Atomic and get messages of peers that this process "
+                                          "applied or answered, refused ones included",
+                                          MCA_BASE_PVAR_CLASS_COUNTER},
     [MCA_BTL_OFI_CNT_REFUSED] = {"refused_count",
                                  "Operations refused for a missing endpoint or registration handle "
                                  "or an address outside the registration",

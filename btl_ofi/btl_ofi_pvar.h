@@ -41,6 +41,9 @@ enum mca_btl_ofi_counter_id_t {
     MCA_BTL_OFI_CNT_RCACHE_ENTRIES, /**< level: registrations the cache holds */
     MCA_BTL_OFI_CNT_MR_MODE,  /**< the negotiated FI_MR_* bits (set once, at init) */
     MCA_BTL_OFI_CNT_KEY_SIZE, /**< the negotiated mr_key_size in bytes (set once, at init) */
+    MCA_BTL_OFI_CNT_ATOMICS_AS_MESSAGES, /**< origin: atomics sent as messages (btl_ofi_am.c) */
+    MCA_BTL_OFI_CNT_GETS_AS_MESSAGES,    /**< origin: gets sent as messages */
+    MCA_BTL_OFI_CNT_MESSAGES_APPLIED,    /**< target: atomic and get messages applied */
     MCA_BTL_OFI_CNT_MAX,
 };
 

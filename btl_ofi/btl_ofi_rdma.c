@@ -12,10 +12,14 @@
  *    this another rank could take the lock and read the old data;
  *  - flush does an atomic read (FI_ATOMIC_READ) of the proof word of every
  *    peer that non-fetching atomics went to since the last proof.
+ * Atomics and gets sent as messages (btl_ofi_am.c) need no proof: their
+ * callback runs on the target's answer. Proof reads need FI_READ, so a
+ * provider without it is used only with delivery-complete (discovery).
  */
 
 #include "btl_ofi_rdma.h"
 
+#include "btl_ofi_am.h"
 #include "btl_ofi_coalesce.h"
 #include "btl_ofi_endpoint.h"
 #include "btl_ofi_locate.h"
@@ -98,6 +102,12 @@ static int mca_btl_ofi_rma(mca_btl_ofi_module_t *module, const mca_btl_ofi_rma_k
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     key = mca_btl_ofi_inject_key(target.key);
+    if (!kind->writes && module->gets_as_messages) {
+        /* no RMA read (or btl_ofi_gets=messages): the target answers with the data */
+        target.key = key;
+        return mca_btl_ofi_am_get(module, endpoint, local_address, local_handle, &target, size,
+                                  cbfunc, cbcontext, cbdata);
+    }
     if (kind->writes && module->coalesce && size <= module->coalesce_max) {
         rc = mca_btl_ofi_coalesce_put(module, endpoint, local_address, target.addr, key, size,
                                       local_handle, cbfunc, cbcontext, cbdata);

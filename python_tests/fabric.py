@@ -18,6 +18,7 @@ from pathlib import Path
 _CDEF = """
 const char *btlofi_tests_providers(void);
 long long btlofi_tests_rdm_caps(const char *name);
+const char *btlofi_tests_rdm_names(void);
 long long btlofi_tests_mr_mode(const char *name, long long mask, int read_proof);
 """
 
@@ -131,6 +132,35 @@ long long btlofi_tests_rdm_caps(const char *name)
     fi_freeinfo(hints);
     return caps;
 }
+
+/* Names of every RDM provider (any caps, every MR mode), one per line, in
+ * fi_getinfo order, repeats included. */
+const char *btlofi_tests_rdm_names(void)
+{
+    static char names[16384];
+    struct fi_info *hints = fi_allocinfo(), *list = NULL, *cur;
+    size_t used = 0;
+
+    names[0] = '\0';
+    if (NULL == hints) {
+        return names;
+    }
+    hints->mode = FI_CONTEXT | FI_CONTEXT2;
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_RAW | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+                                  FI_MR_PROV_KEY | FI_MR_MMU_NOTIFY | FI_MR_RMA_EVENT |
+                                  FI_MR_ENDPOINT | FI_MR_HMEM;
+    if (0 == fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints,
+                        &list)) {
+        for (cur = list; cur && used < sizeof(names) - 256; cur = cur->next) {
+            used += snprintf(names + used, sizeof(names) - used, "%s\n",
+                             cur->fabric_attr->prov_name);
+        }
+    }
+    fi_freeinfo(list);
+    fi_freeinfo(hints);
+    return names;
+}
 """
 
 # libfabric's FI_MR_* bits (rdma/fabric.h, stable ABI since 1.5)
@@ -223,7 +253,7 @@ def _extension():
     return module
 
 
-FI_RMA, FI_ATOMIC = 1 << 2, 1 << 4  # rdma/fabric.h
+FI_MSG, FI_RMA, FI_ATOMIC = 1 << 1, 1 << 2, 1 << 4  # rdma/fabric.h
 
 
 @functools.lru_cache(maxsize=None)
@@ -247,3 +277,17 @@ def rdm_rma_atomic_providers():
         modes.setdefault(fields[0], []).append(int(fields[1]))
         versions.setdefault(fields[0], fields[5])
     return tuple(ProviderInfo(name, tuple(m), versions[name]) for name, m in modes.items())
+
+
+@functools.lru_cache(maxsize=None)
+def servable_rdm_providers():
+    """RDM providers btl-ofi can serve, in fi_getinfo order: RMA with atomics, or
+    RMA with FI_MSG to carry atomics and gets as messages (NOTES.txt 2)."""
+    mod = _extension()
+    names = []
+    for name in mod.ffi.string(mod.lib.btlofi_tests_rdm_names()).decode().splitlines():
+        caps = rdm_caps(name)
+        if name not in names and caps is not None and caps & FI_RMA and \
+                caps & (FI_ATOMIC | FI_MSG):
+            names.append(name)
+    return tuple(names)

@@ -91,6 +91,9 @@ VARIANTS = {
     # every 3rd access takes its registration handle as stale: the peer is asked
     # which registration covers it (NOTES.txt section 3c)
     "stale": {"inject_stale_handle": "3"},
+    # every atomic and every get travels as a message that the target's progress
+    # applies and answers, as on a provider without atomics or RMA read (NOTES.txt 4, 6)
+    "messages": {"atomics": "messages", "gets": "messages"},
 }
 # Variants a provider may legitimately refuse (the component then says why).
 OPTIONAL_VARIANTS = {"read_proof"}
@@ -495,6 +498,10 @@ def checks_for(group):
     elif group.variant == "stale":
         fast = sync_sweep()[1::2] + flavor_sweep()[::3] + concurrency_checks()
         full = flavor_sweep("full")
+    elif group.variant == "messages":
+        fast = (op_dtype_sweep()[::2] + sync_sweep()[::2] + concurrency_checks()
+                + special_checks()[1:9] + size_sweep() + threshold_sweep()[1::2])
+        full = op_dtype_sweep("full") + flavor_sweep("full") + size_sweep("full", big=16 << 20)
     fast_ids = {c["id"] for c in fast}
     full = [c for c in full if c["id"] not in fast_ids]
     for c in full:
@@ -550,7 +557,7 @@ def groups(providers, full=False, strict=True):
             out.append(Group(prov, mask, 2, "base", mr))
         for n in (3, 4):
             out.append(Group(prov, "default", n, "base", default))
-        for variant in ("emulate", "split", "read_proof", "batch1", "stale"):
+        for variant in ("emulate", "split", "read_proof", "batch1", "stale", "messages"):
             out.append(Group(prov, "default", 2, variant,
                              negotiated_label(prov, "default", variant)))
         if full:
@@ -649,6 +656,13 @@ def expected_counters(spec, group):
             minimum["put_count" if "put" in op else "get_count"] = nranks * per_origin
     if group.variant == "emulate" and "atomic_count" in must and kind != "cas":
         must.add("atomic_emulated_count")
+    if group.variant == "messages":
+        # every BTL atomic and get went as a message; none through the compare-and-swap loop
+        if "atomic_count" in must:
+            must.add("atomics_as_messages")
+        if "get_count" in must:
+            must.add("gets_as_messages")
+        zero.add("atomic_emulated_count")
     if group.variant == "read_proof" and kind == "rma" and spec.get("op") in ("put", "rput") \
             and spec.get("count", 1) > 0:
         # every put's callback waits for a read proving it landed (any sync);

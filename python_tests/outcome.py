@@ -22,7 +22,8 @@ def selected_re():
     return re.compile(rf"btl:{re.escape(launcher.component_name())}: selected provider "
                       r"(?P<provider>.+?) \(fabric .*?, domain .*?\),"
                       r" mr_mode (?P<mr_mode>\S+), key size (?P<key_size>\d+),"
-                      r" completion (?P<completion>\S+)")
+                      r" completion (?P<completion>[^\s,]+)"
+                      r"(?:, atomics (?P<atomics>\w+), gets (?P<gets>\w+))?")
 
 
 # Every btl-ofi message says one of these (help-mpi-btl-ofi.txt).
@@ -260,6 +261,10 @@ def judge_group(launch, group, expected_ids):
         located = stale_handles_served(launch)
         if located:
             return Verdict("fail", f"{where}: {located}\n  {launch.command_line()}")
+    if group.variant == "messages":
+        served = messages_served(launch)
+        if served:
+            return Verdict("fail", f"{where}: {served}\n  {launch.command_line()}")
     end = records(launch, "end")
     if end and end[0]["registrations_live"][1] != end[0]["registrations_live"][0]:
         before, after = end[0]["registrations_live"]
@@ -286,6 +291,31 @@ def stale_handles_served(launch):
     if located != stale or answers < stale:
         return (f"{stale} accesses asked their peer, {located} were posted with its answer, "
                 f"{answers} questions were answered: every question must be answered and used")
+    return None
+
+
+def messages_served(launch):
+    """With btl_<c>_atomics=messages and btl_<c>_gets=messages (matrix variant
+    "messages"), what is wrong with how the launch's atomics and gets travelled,
+    or None: both kinds must have been sent as messages, the targets must have
+    applied at least as many as were sent (every callback waited for its answer),
+    and none may have gone through the compare-and-swap loop (never mixed)."""
+    total = {}
+    for rec in records(launch, "check"):
+        for name in ("atomics_as_messages", "gets_as_messages", "messages_applied",
+                     "atomic_emulated_count"):
+            total[name] = total.get(name, 0) + rec["deltas"].get(name, 0)
+    atomics, gets, applied, emulated = (total.get(n, 0) for n in (
+        "atomics_as_messages", "gets_as_messages", "messages_applied", "atomic_emulated_count"))
+    if atomics == 0 or gets == 0:
+        return (f"{launcher.param('atomics_as_messages')} = {atomics}, "
+                f"{launcher.param('gets_as_messages')} = {gets}: the message paths were not "
+                f"exercised")
+    if applied < atomics + gets:
+        return (f"{atomics} atomics and {gets} gets were sent as messages, but the targets "
+                f"applied only {applied}")
+    if emulated:
+        return f"{emulated} atomics went through the compare-and-swap loop beside the messages"
     return None
 
 

@@ -27,7 +27,8 @@ COUNTERS = tuple(PREFIX + name for name in (
     "registrations", "registrations_live", "post_eagain", "put_gathered", "put_batches",
     "put_batches_applied", "handles_stale", "handles_located", "locate_answers",
     "injected_faults", "rcache_hits", "rcache_misses", "rcache_invalidated", "rcache_evicted",
-    "rcache_entries",
+    "rcache_entries", "atomics_as_messages", "gets_as_messages", "messages_applied",
+    "refused_count",
 ))
 
 _CDEF = """

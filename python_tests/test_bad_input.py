@@ -106,9 +106,11 @@ continues without it.
   FI_PROVIDER = {fi_provider}
   Processes:  {processes}'''
 
-ATOMICS_MISSING = '''The libfabric providers left for btl-ofi name FI_ATOMIC but have no 64-bit
-compare-and-swap, which one-sided MPI needs (each was opened and asked).
-btl-ofi is disabling itself; Open MPI continues without it.
+ATOMICS_MISSING = '''The libfabric providers left for btl-ofi can serve no atomics: they name
+FI_ATOMIC but have no 64-bit compare-and-swap, which one-sided MPI needs
+(each was opened and asked), and btl-ofi could not send atomics as messages
+instead (no FI_MSG, or btl_ofi_atomics=native). btl-ofi is disabling
+itself; Open MPI continues without it.
 
   Provider:   {provider}
   Processes:  {processes}'''
@@ -250,8 +252,11 @@ def test_fi_provider_elsewhere(nranks, tmp_path, mpi_env_file, component):
 
 @pytest.mark.parametrize("nranks", RANKS)
 def test_exclude_every_provider(nranks, tmp_path, mpi_env_file, component):
-    """An exclude list naming every provider fi_getinfo offers leaves nothing."""
-    everything = ",".join(p.name for p in fabric.rdm_rma_atomic_providers())
+    """An exclude list naming every provider fi_getinfo offers leaves nothing
+    (those with RMA and atomics, and those with RMA and FI_MSG, which btl-ofi
+    serves with atomics or gets as messages)."""
+    names = [p.name for p in fabric.rdm_rma_atomic_providers()]
+    everything = ",".join(names + [n for n in fabric.servable_rdm_providers() if n not in names])
     if not everything:
         pytest.skip("fi_getinfo lists no RDM provider with RMA and atomics")
     expected = NO_PROVIDER.replace("{exclude}", everything).replace("{fi_provider}", "(not set)")
@@ -262,15 +267,17 @@ def test_exclude_every_provider(nranks, tmp_path, mpi_env_file, component):
 def test_provider_without_64bit_cas(tmp_path, mpi_env_file, component):
     """libfabric 1.17's plain 'net' lists RMA and atomics but implements no
     atomic. When it is all that is left (FI_PROVIDER=net, ofi_rxm excluded, so
-    net;ofi_rxm is gone too), it is refused with the reason. (With net;ofi_rxm
-    left, btl-ofi passes net over for it: test_provider_names.py.)"""
+    net;ofi_rxm is gone too) and btl_ofi_atomics=native forbids atomics as
+    messages, it is refused with the reason. (With net;ofi_rxm left, btl-ofi
+    passes net over for it: test_provider_names.py; without the setting, net
+    serves with its atomics as messages: test_am_paths.py.)"""
     names = [p.name for p in fabric.rdm_rma_atomic_providers()]
     if "net" not in names:
         pytest.skip(f"provider 'net' not present here (present: {names})")
     for nranks in RANKS:
         _run_and_judge(tmp_path / f"np{nranks}", nranks,
                        ATOMICS_MISSING.replace("{provider}", "net"), "provider net", component,
-                       ours={"provider_exclude": "ofi_rxm"},
+                       ours={"provider_exclude": "ofi_rxm", "atomics": "native"},
                        env_overrides={"FI_PROVIDER": "net"})
 
 
