@@ -540,8 +540,11 @@ int mca_btl_ofi_am_get(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoin
     mca_btl_ofi_op_t *op;
     int rc;
 
-    op = mca_btl_ofi_op_alloc(module, mca_btl_ofi_op_finish, endpoint, local_address, local_handle,
-                              cbfunc, cbcontext, cbdata);
+    op = !mca_btl_ofi_op_room(module) ? NULL
+                                       : mca_btl_ofi_op_alloc(module, mca_btl_ofi_op_finish,
+                                                              endpoint, local_address,
+                                                              local_handle, cbfunc, cbcontext,
+                                                              cbdata);
     if (OPAL_UNLIKELY(NULL == op)) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }

@@ -326,7 +326,7 @@ static int mca_btl_ofi_atomic_begin(mca_btl_ofi_module_t *module,
     if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
         return rc;
     }
-    if (OPAL_UNLIKELY(mca_btl_ofi_inject_eagain())) {
+    if (OPAL_UNLIKELY(mca_btl_ofi_inject_eagain() || !mca_btl_ofi_op_room(module))) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     *op = mca_btl_ofi_op_alloc(module, mca_btl_ofi_op_finish, endpoint, local_address, local_handle,

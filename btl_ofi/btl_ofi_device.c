@@ -117,12 +117,13 @@ static int mca_btl_ofi_open_fids(mca_btl_ofi_module_t *module)
                     ? FI_AV_TABLE
                     : module->info->domain_attr->av_type,
     };
-    /* Room for the completions of two transmit queues and a receive queue (fi_cq(3): a CQ
-     * that overruns loses completions), so that the transmit queue can stay full while
-     * completions wait to be read; 0 lets the provider choose (and bounds nothing). */
+    /* Room for the completions of four transmit queues and a receive queue (fi_cq(3): a CQ
+     * that overruns loses completions): new operations may fill two transmit queues while
+     * completions wait to be read, and what they post on their own two more
+     * (mca_btl_ofi_op_room); 0 lets the provider choose (and bounds nothing). */
     const size_t tx = module->info->tx_attr->size, rx = module->info->rx_attr->size;
     struct fi_cq_attr cq_attr = {
-        .size = tx && rx ? 2 * tx + rx : 0,
+        .size = tx && rx ? 4 * tx + rx : 0,
         .format = FI_CQ_FORMAT_CONTEXT,
         .wait_obj = FI_WAIT_NONE,
     };
@@ -137,14 +138,16 @@ static int mca_btl_ofi_open_fids(mca_btl_ofi_module_t *module)
     if (0 != (rc = fi_av_open(module->domain, &av_attr, &module->av, NULL))) {
         return mca_btl_ofi_device_error(module, "fi_av_open", rc);
     }
-    if (0 != cq_attr.size && 0 != fi_cq_open(module->domain, &cq_attr, &module->cq, NULL)) {
-        /* a NIC whose CQs cannot be that large: its own size, which bounds nothing here */
-        opal_output_verbose(10, mca_btl_ofi_output,
-                            MCA_BTL_OFI_LOG "a CQ of %zu entries was refused; taking the "
-                                            "provider's size",
-                            cq_attr.size);
-        cq_attr.size = 0;
+    /* A NIC whose CQs cannot be that large: two and one transmit queues, then its own size
+     * (which bounds nothing here). */
+    for (size_t queues = 4; 0 != cq_attr.size; queues /= 2) {
+        if (0 == fi_cq_open(module->domain, &cq_attr, &module->cq, NULL)) {
+            break;
+        }
         module->cq = NULL;
+        opal_output_verbose(10, mca_btl_ofi_output,
+                            MCA_BTL_OFI_LOG "a CQ of %zu entries was refused", cq_attr.size);
+        cq_attr.size = queues > 1 ? queues / 2 * tx + rx : 0;
     }
     module->cq_size = cq_attr.size;
     if (NULL == module->cq && 0 != (rc = fi_cq_open(module->domain, &cq_attr, &module->cq, NULL))) {
@@ -253,12 +256,13 @@ int mca_btl_ofi_device_open(mca_btl_ofi_module_t *module, struct fi_info *info)
     }
     /* A CQ that overruns loses completions (fi_cq(3)); the provider fills it as operations
      * complete, whether or not progress has read it yet, so what may be in flight is bounded
-     * by what it holds beside a completion for every posted receive. */
+     * by what it holds beside a completion for every posted receive (mca_btl_ofi_op_room). */
     if (0 == module->cq_size) {
         module->op_limit = 0;
     } else {
-        module->op_limit = module->cq_size > (size_t)receives + 1
-                               ? (int_fast64_t)(module->cq_size - (size_t)receives)
+        /* half for new operations, half for what they and peers' requests post */
+        module->op_limit = module->cq_size > (size_t)receives + 2
+                               ? (int_fast64_t)((module->cq_size - (size_t)receives) / 2)
                                : 1;
     }
     mca_btl_ofi_coalesce_start(module);

@@ -81,12 +81,6 @@ mca_btl_ofi_op_t *mca_btl_ofi_op_alloc(mca_btl_ofi_module_t *module,
 {
     mca_btl_ofi_op_t *op;
 
-    /* no more in flight than the CQ has room for (module->op_limit): try again later */
-    if (OPAL_UNLIKELY(0 != module->op_limit &&
-                      atomic_load_explicit(&module->outstanding, memory_order_relaxed) >=
-                          module->op_limit)) {
-        return NULL;
-    }
     op = (mca_btl_ofi_op_t *)opal_free_list_get(&module->ops);
     if (OPAL_UNLIKELY(NULL == op)) {
         return NULL;

@@ -136,6 +136,20 @@ static inline uint64_t mca_btl_ofi_inject_key(uint64_t key)
 }
 
 /**
+ * Whether a new put, get or atomic may start: no more operations in flight than half of
+ * what the CQ holds beside the posted receives (module->op_limit). The other half is for
+ * what those operations post on their own (proof reads, compare-and-swap steps, message
+ * sends and the answers owed to peers), which never wait for room, so that two ranks
+ * each at the limit can still answer each other. false: OPAL_ERR_OUT_OF_RESOURCE, try
+ * again (osc/rdma progresses and retries).
+ */
+static inline bool mca_btl_ofi_op_room(const mca_btl_ofi_module_t *module)
+{
+    return 0 == module->op_limit ||
+           atomic_load_explicit(&module->outstanding, memory_order_relaxed) < module->op_limit;
+}
+
+/**
  * Take an operation context and count it as outstanding.
  *
  * @param complete (IN) what progress runs when its completion arrives

@@ -117,8 +117,12 @@ static int mca_btl_ofi_rma(mca_btl_ofi_module_t *module, const mca_btl_ofi_rma_k
         /* nothing in flight to this peer: an fi_write that coalescing keeps track of */
         tracked = true;
     }
-    op = mca_btl_ofi_op_alloc(module, unproven ? mca_btl_ofi_put_part_done : mca_btl_ofi_op_finish,
-                              endpoint, local_address, local_handle, cbfunc, cbcontext, cbdata);
+    op = !mca_btl_ofi_op_room(module)
+             ? NULL
+             : mca_btl_ofi_op_alloc(module,
+                                    unproven ? mca_btl_ofi_put_part_done : mca_btl_ofi_op_finish,
+                                    endpoint, local_address, local_handle, cbfunc, cbcontext,
+                                    cbdata);
     if (OPAL_UNLIKELY(NULL == op)) {
         if (tracked) {
             atomic_fetch_sub(&endpoint->co_in_flight, 1);

@@ -289,10 +289,10 @@ def test_nic_without_read_or_delivery_declines(core, tmp_path, mpi_env_file, com
 # ofi_strictmr's profiles whose NIC completes at transmit only (no delivery-complete):
 # with gets forced to messages btl-ofi asks for no RMA read, and must decline there.
 TRANSMIT_COMPLETE_PROFILES = {"verbs-like"}
-# Queues of 4 and a CQ of 16 (as test_nic_profiles.py's tight case): few operations
+# Queues of 4 and a CQ of 32 (as test_nic_profiles.py's tight case): few operations
 # may be in flight, and both ranks owe each other answers.
 TIGHT = {"FI_OFI_STRICTMR_TX_SIZE": "4", "FI_OFI_STRICTMR_RX_SIZE": "4",
-         "FI_OFI_STRICTMR_CQ_SIZE": "16"}
+         "FI_OFI_STRICTMR_CQ_SIZE": "32"}
 
 
 @pytest.mark.parametrize("core", matrix.STRICT_CORES)

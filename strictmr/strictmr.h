@@ -329,6 +329,8 @@ int strictmr_engine_ep_open(struct strictmr_ep *ep, const struct fi_info *info);
 /* Before the core bind: takes FI_SELECTIVE_COMPLETION off *flags (the engine counts every
  * core completion and drops the unwanted ones itself). */
 void strictmr_engine_ep_bind_cq(struct strictmr_ep *ep, uint64_t *flags);
+/* An endpoint was enabled: the progress thread may read its CQs from now on (lock held). */
+void strictmr_engine_ep_enabled(struct strictmr_ep *ep);
 void strictmr_engine_ep_set_op_flags(struct strictmr_ep *ep, uint64_t flags);
 /* With the engine lock held. */
 void strictmr_engine_ep_close(struct strictmr_ep *ep);

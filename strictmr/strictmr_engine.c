@@ -77,6 +77,8 @@ struct strictmr_engine_cq {
     bool stashed;
     bool core_error; /* the core said -FI_EAVAIL */
     bool no_readfrom;
+    bool enabled; /* an endpoint bound to it is enabled: the thread may read it (a core such
+                   * as shm reads its endpoints' state there, which exists from enable on) */
     uint64_t rng;
 };
 
@@ -626,7 +628,9 @@ static void progress(struct strictmr_engine_domain *d, bool by_thread)
         release(eep, by_thread);
     }
     for (struct strictmr_engine_cq *ecq = d->cqs; ecq; ecq = ecq->next) {
-        reap(ecq, by_thread);
+        if (ecq->enabled || !by_thread) {
+            reap(ecq, by_thread);
+        }
     }
 }
 
@@ -855,6 +859,17 @@ int strictmr_engine_ep_open(struct strictmr_ep *ep, const struct fi_info *info)
     d->eps = eep;
     pthread_mutex_unlock(&d->lock);
     return 0;
+}
+
+void strictmr_engine_ep_enabled(struct strictmr_ep *ep)
+{
+    struct strictmr_cq *cqs[2] = {ep->tx_cq, ep->rx_cq};
+
+    for (int i = 0; i < 2; i++) {
+        if (cqs[i] && cqs[i]->engine) {
+            cqs[i]->engine->enabled = true;
+        }
+    }
 }
 
 void strictmr_engine_ep_bind_cq(struct strictmr_ep *ep, uint64_t *flags)

@@ -156,6 +156,9 @@ static int ep_enable(struct strictmr_ep *ep)
 
     strictmr_engine_lock(ep->domain); /* the progress thread may be reading its CQs */
     ret = fi_enable(ep->core);
+    if (!ret && ep->engine) {
+        strictmr_engine_ep_enabled(ep);
+    }
     strictmr_engine_unlock(ep->domain);
 
     if (!ret) {
