@@ -137,6 +137,20 @@ def one_run(test, env, provider):
     return proc, proc.stdout
 
 
+def show(provider, label, out, problem):
+    """Prints a run's line (and, if it failed, why and its output); returns 1 if it failed."""
+    summary = [l for l in out.splitlines() if l.startswith("SUMMARY")]
+    print("%s %-26s %-18s %s" % ("FAIL" if problem else "ok  ", provider, label,
+                                 summary[0] if summary else ""))
+    if not problem:
+        return 0
+    print("     -> %s" % problem)
+    for line in out.splitlines():
+        if not line.startswith("PASS"):
+            print("     | " + line)
+    return 1
+
+
 def check_report(path, before, provoked):
     """The new report line: checks ran, and violations == those provoked."""
     with open(path) as f:
@@ -194,15 +208,7 @@ def run_engine_rows(engine_test, tmp, report, providers):
                                                                           expected)
             runs += 1
             label = "engine:" + case
-            summary = [l for l in out.splitlines() if l.startswith("SUMMARY")]
-            print("%s %-26s %-18s %s" % ("FAIL" if problem else "ok  ", provider, label,
-                                         summary[0] if summary else ""))
-            if problem:
-                failures += 1
-                print("     -> %s" % problem)
-                for line in out.splitlines():
-                    if not line.startswith("PASS"):
-                        print("     | " + line)
+            failures += show(provider, label, out, problem)
     return runs, failures
 
 
@@ -269,15 +275,7 @@ def run_nic_rows(args, tmp, report, providers):
             elif not problem:
                 problem = check_nic_report(report, before, out, moved, fields)
             runs += 1
-            summary = [l for l in out.splitlines() if l.startswith("SUMMARY")]
-            print("%s %-26s %-18s %s" % ("FAIL" if problem else "ok  ", provider, label,
-                                         summary[0] if summary else ""))
-            if problem:
-                failures += 1
-                print("     -> %s" % problem)
-                for line in out.splitlines():
-                    if not line.startswith("PASS"):
-                        print("     | " + line)
+            failures += show(provider, label, out, problem)
     return runs, failures
 
 
@@ -320,16 +318,7 @@ def main():
                 else:
                     provoked = len(re.findall(r"violations\+1\b", out))
                     problem = check_report(report, before, provoked)
-                summary = [l for l in out.splitlines() if l.startswith("SUMMARY")]
-                status = "FAIL" if problem else "ok  "
-                print("%s %-26s %-18s %s" % (status, provider, label,
-                                             summary[0] if summary else ""))
-                if problem:
-                    failures += 1
-                    print("     -> %s" % problem)
-                    for line in out.splitlines():
-                        if not line.startswith("PASS"):
-                            print("     | " + line)
+                failures += show(provider, label, out, problem)
         if not args.no_nic:
             for rows in (run_engine_rows(args.engine_test, tmp, report,
                                          args.provider or PROVIDERS),
