@@ -30,6 +30,32 @@ _SOURCE = r"""
 
 static char report[65536];
 
+/* Every MR mode bit: the hints below accept whatever a provider asks. */
+#define ALL_MR_MODES                                                                           \
+    (FI_MR_LOCAL | FI_MR_RAW | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY |            \
+     FI_MR_MMU_NOTIFY | FI_MR_RMA_EVENT | FI_MR_ENDPOINT | FI_MR_HMEM)
+
+/* Every RDM info (any caps, every MR mode), of the provider prov_name only if not NULL;
+ * NULL when there is none or fi_getinfo failed. */
+static struct fi_info *rdm_infos(const char *prov_name)
+{
+    struct fi_info *hints = fi_allocinfo(), *list = NULL;
+
+    if (NULL == hints) {
+        return NULL;
+    }
+    hints->fabric_attr->prov_name = prov_name ? strdup(prov_name) : NULL;
+    hints->mode = FI_CONTEXT | FI_CONTEXT2;
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->domain_attr->mr_mode = ALL_MR_MODES;
+    if (0 != fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints,
+                        &list)) {
+        list = NULL;
+    }
+    fi_freeinfo(hints);
+    return list;
+}
+
 /* One line per fi_info: prov_name TAB mr_mode TAB caps TAB msg_order TAB op_flags TAB
  * prov_version. The hints are btl-ofi's under MPI_THREAD_MULTIPLE (mpi4py's default). */
 const char *btlofi_tests_providers(void)
@@ -47,9 +73,7 @@ const char *btlofi_tests_providers(void)
     hints->ep_attr->type = FI_EP_RDM;
     hints->domain_attr->threading = FI_THREAD_SAFE;
     hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
-    hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_RAW | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
-                                  FI_MR_PROV_KEY | FI_MR_MMU_NOTIFY | FI_MR_RMA_EVENT |
-                                  FI_MR_ENDPOINT | FI_MR_HMEM;
+    hints->domain_attr->mr_mode = ALL_MR_MODES;
     rc = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints, &list);
     fi_freeinfo(hints);
     if (0 != rc) {
@@ -108,28 +132,15 @@ long long btlofi_tests_mr_mode(const char *name, long long mask, int read_proof)
  * for, every MR mode allowed), or -1 when libfabric has no such provider. */
 long long btlofi_tests_rdm_caps(const char *name)
 {
-    struct fi_info *hints = fi_allocinfo(), *list = NULL, *cur;
+    struct fi_info *list = rdm_infos(name), *cur;
     long long caps = -1;
 
-    if (NULL == hints) {
-        return -1;
-    }
-    hints->fabric_attr->prov_name = strdup(name);
-    hints->mode = FI_CONTEXT | FI_CONTEXT2;
-    hints->ep_attr->type = FI_EP_RDM;
-    hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_RAW | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
-                                  FI_MR_PROV_KEY | FI_MR_MMU_NOTIFY | FI_MR_RMA_EVENT |
-                                  FI_MR_ENDPOINT | FI_MR_HMEM;
-    if (0 == fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints,
-                        &list)) {
-        for (cur = list; cur; cur = cur->next) {
-            if (0 == strcmp(cur->fabric_attr->prov_name, name)) {
-                caps = (caps < 0 ? 0 : caps) | (long long) cur->caps;
-            }
+    for (cur = list; cur; cur = cur->next) {
+        if (0 == strcmp(cur->fabric_attr->prov_name, name)) {
+            caps = (caps < 0 ? 0 : caps) | (long long) cur->caps;
         }
     }
     fi_freeinfo(list);
-    fi_freeinfo(hints);
     return caps;
 }
 
@@ -138,27 +149,14 @@ long long btlofi_tests_rdm_caps(const char *name)
 const char *btlofi_tests_rdm_names(void)
 {
     static char names[16384];
-    struct fi_info *hints = fi_allocinfo(), *list = NULL, *cur;
+    struct fi_info *list = rdm_infos(NULL), *cur;
     size_t used = 0;
 
     names[0] = '\0';
-    if (NULL == hints) {
-        return names;
-    }
-    hints->mode = FI_CONTEXT | FI_CONTEXT2;
-    hints->ep_attr->type = FI_EP_RDM;
-    hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_RAW | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
-                                  FI_MR_PROV_KEY | FI_MR_MMU_NOTIFY | FI_MR_RMA_EVENT |
-                                  FI_MR_ENDPOINT | FI_MR_HMEM;
-    if (0 == fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints,
-                        &list)) {
-        for (cur = list; cur && used < sizeof(names) - 256; cur = cur->next) {
-            used += snprintf(names + used, sizeof(names) - used, "%s\n",
-                             cur->fabric_attr->prov_name);
-        }
+    for (cur = list; cur && used < sizeof(names) - 256; cur = cur->next) {
+        used += snprintf(names + used, sizeof(names) - used, "%s\n", cur->fabric_attr->prov_name);
     }
     fi_freeinfo(list);
-    fi_freeinfo(hints);
     return names;
 }
 """
