@@ -84,6 +84,8 @@ struct strictmr_config {
 };
 extern struct strictmr_config strictmr_config;
 void strictmr_params_init(void);
+int strictmr_read_number(const char *name, const char *var, unsigned long long min,
+                         unsigned long long max, unsigned long long *value);
 /* Writes "local,virt_addr" style text for a mode into buf. */
 void strictmr_mode_str(uint64_t mode, char *buf, size_t len);
 

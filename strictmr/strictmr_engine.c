@@ -93,63 +93,88 @@ struct strictmr_engine_domain {
 };
 
 /* ---------------------------------------------------------------- params */
-static bool read_size(const char *name, const char *variable, size_t *out)
-{
-    int value;
+/* Largest progress delay and queue size a variable may ask for. */
+#define PROGRESS_US_MAX 10000000ULL
+#define QUEUE_MAX (1ULL << 24)
 
-    if (fi_param_get_int(&strictmr_prov, name, &value)) {
+/* FI_OFI_STRICTMR_PROGRESS_US: "none" (no thread, even if the profile has one) or a delay;
+ * read apart from strictmr_read_number for its one word. true unless unreadable. */
+static bool read_progress(long *out)
+{
+    char *text = NULL;
+    unsigned long long v;
+
+    if (!fi_param_get_str(&strictmr_prov, "progress_us", &text) && text &&
+        !strcmp(text, "none")) {
+        *out = -1;
         return true;
     }
-    if (value < 0) {
-        FI_WARN(&strictmr_prov, FI_LOG_CORE,
-                "FI_OFI_STRICTMR_%s=%d: a size is >= 0 (0: the core's): the provider offers "
-                "nothing\n",
-                variable, value);
+    switch (strictmr_read_number("progress_us", "PROGRESS_US", 0, PROGRESS_US_MAX, &v)) {
+    case 1:
+        *out = (long)v;
+        return true;
+    case 0:
+        return true;
+    default:
         return false;
     }
-    *out = (size_t)value;
-    return true;
+}
+
+/* A size: 0 is the core's (or the caller's) own. true unless unreadable. */
+static bool read_size(const char *name, const char *variable, size_t *out)
+{
+    unsigned long long v;
+    int got = strictmr_read_number(name, variable, 0, QUEUE_MAX, &v);
+
+    if (got > 0) {
+        *out = (size_t)v;
+    }
+    return got >= 0;
 }
 
 void strictmr_engine_params(void)
 {
     struct strictmr_behaviour *nic = &strictmr_config.nic;
-    int value;
+    unsigned long long v;
     bool ok = true;
 
-    fi_param_define(&strictmr_prov, "reorder", FI_PARAM_BOOL,
-                    "hand RMA and atomics to the core, and their completions to the caller, in "
-                    "a permuted order (default: no)");
-    fi_param_define(&strictmr_prov, "reorder_window", FI_PARAM_INT,
+    /* All strings, read by strictmr_read_number: "4x" is refused, never read as 4. */
+    fi_param_define(&strictmr_prov, "reorder", FI_PARAM_STRING,
+                    "1: hand RMA and atomics to the core, and their completions to the caller, "
+                    "in a permuted order; 0: in order (default: 0)");
+    fi_param_define(&strictmr_prov, "reorder_window", FI_PARAM_STRING,
                     "operations held per endpoint before they are released, 1..%d (default: 8)",
                     WINDOW_MAX);
-    fi_param_define(&strictmr_prov, "progress_us", FI_PARAM_INT,
-                    ">= 0: a progress thread per domain runs every so many microseconds "
-                    "(default: none)");
-    fi_param_define(&strictmr_prov, "tx_size", FI_PARAM_INT,
-                    "transmit operations outstanding per endpoint (default 0: the core's)");
-    fi_param_define(&strictmr_prov, "rx_size", FI_PARAM_INT,
-                    "receives posted per endpoint (default 0: the core's)");
-    fi_param_define(&strictmr_prov, "cq_size", FI_PARAM_INT,
-                    "entries a CQ holds (default 0: the caller's size, or %d)",
-                    CQ_DEFAULT_ENTRIES);
-    if (!fi_param_get_bool(&strictmr_prov, "reorder", &value)) {
-        nic->reorder = value != 0;
+    fi_param_define(&strictmr_prov, "progress_us", FI_PARAM_STRING,
+                    "0..%llu: a progress thread per domain runs every so many microseconds; "
+                    "none: no thread (default: none)",
+                    PROGRESS_US_MAX);
+    fi_param_define(&strictmr_prov, "tx_size", FI_PARAM_STRING,
+                    "transmit operations outstanding per endpoint, 0..%llu (default 0: the "
+                    "core's)",
+                    QUEUE_MAX);
+    fi_param_define(&strictmr_prov, "rx_size", FI_PARAM_STRING,
+                    "receives posted per endpoint, 0..%llu (default 0: the core's)", QUEUE_MAX);
+    fi_param_define(&strictmr_prov, "cq_size", FI_PARAM_STRING,
+                    "entries a CQ holds, 0..%llu (default 0: the caller's size, or %d)",
+                    QUEUE_MAX, CQ_DEFAULT_ENTRIES);
+    switch (strictmr_read_number("reorder", "REORDER", 0, 1, &v)) {
+    case 1:
+        nic->reorder = v != 0;
+        break;
+    case -1:
+        ok = false;
+        break;
     }
-    if (!fi_param_get_int(&strictmr_prov, "reorder_window", &value)) {
-        if (value < 1 || value > WINDOW_MAX) {
-            FI_WARN(&strictmr_prov, FI_LOG_CORE,
-                    "FI_OFI_STRICTMR_REORDER_WINDOW=%d: the window is 1..%d: the provider "
-                    "offers nothing\n",
-                    value, WINDOW_MAX);
-            ok = false;
-        } else {
-            nic->reorder_window = (unsigned)value;
-        }
+    switch (strictmr_read_number("reorder_window", "REORDER_WINDOW", 1, WINDOW_MAX, &v)) {
+    case 1:
+        nic->reorder_window = (unsigned)v;
+        break;
+    case -1:
+        ok = false;
+        break;
     }
-    if (!fi_param_get_int(&strictmr_prov, "progress_us", &value)) {
-        nic->progress_us = value;
-    }
+    ok = read_progress(&nic->progress_us) && ok;
     ok = read_size("tx_size", "TX_SIZE", &nic->tx_size) && ok;
     ok = read_size("rx_size", "RX_SIZE", &nic->rx_size) && ok;
     ok = read_size("cq_size", "CQ_SIZE", &nic->cq_size) && ok;

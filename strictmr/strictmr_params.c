@@ -230,9 +230,12 @@ static void read_profile(void)
     invalid("PROFILE", text, "verbs-like, efa-like, cxi-like or psm3-like");
 }
 
-/* A variable holding a decimal number in [min, max]: 1 read, 0 unset, -1 unreadable. */
-static int read_number(const char *name, const char *var, unsigned long long min,
-                       unsigned long long max, unsigned long long *value)
+/* A variable (defined FI_PARAM_STRING) holding a decimal number in [min, max], nothing
+ * before or after it: 1 read, 0 unset, -1 unreadable (warned; the provider then offers
+ * nothing). Every numeric FI_OFI_STRICTMR_ variable is read here, so that "4x", "-1" or
+ * "" is refused alike whichever file reads it. */
+int strictmr_read_number(const char *name, const char *var, unsigned long long min,
+                         unsigned long long max, unsigned long long *value)
 {
     char *text = NULL, *end;
     unsigned long long v;
@@ -278,27 +281,27 @@ static void read_behaviours(void)
     struct strictmr_behaviour *nic = &strictmr_config.nic;
     unsigned long long v;
 
-    if (read_number("delivery_complete", "DELIVERY_COMPLETE", 0, 1, &v) > 0) {
+    if (strictmr_read_number("delivery_complete", "DELIVERY_COMPLETE", 0, 1, &v) > 0) {
         nic->no_delivery_complete = !v;
     }
-    if (read_number("inject_size", "INJECT_SIZE", 0, LONG_MAX, &v) > 0) {
+    if (strictmr_read_number("inject_size", "INJECT_SIZE", 0, LONG_MAX, &v) > 0) {
         nic->inject_size = (long)v;
     }
     nic->inject_zero = nic->inject_size == 0;
     read_atomics();
-    if (read_number("max_rma_size", "MAX_RMA_SIZE", 1, SIZE_MAX, &v) > 0) {
+    if (strictmr_read_number("max_rma_size", "MAX_RMA_SIZE", 1, SIZE_MAX, &v) > 0) {
         nic->max_rma_size = (size_t)v;
     }
-    if (read_number("write_only", "WRITE_ONLY", 0, 1, &v) > 0) {
+    if (strictmr_read_number("write_only", "WRITE_ONLY", 0, 1, &v) > 0) {
         nic->write_only = v;
     }
-    if (read_number("reg_cost_us", "REG_COST_US", 0, 10000000, &v) > 0) {
+    if (strictmr_read_number("reg_cost_us", "REG_COST_US", 0, 10000000, &v) > 0) {
         nic->reg_cost_us = (unsigned)v;
     }
-    if (read_number("reg_cost_page_ns", "REG_COST_PAGE_NS", 0, 1000000, &v) > 0) {
+    if (strictmr_read_number("reg_cost_page_ns", "REG_COST_PAGE_NS", 0, 1000000, &v) > 0) {
         nic->reg_cost_page_ns = (unsigned)v;
     }
-    if (read_number("reg_limit", "REG_LIMIT", 0, SIZE_MAX, &v) > 0) {
+    if (strictmr_read_number("reg_limit", "REG_LIMIT", 0, SIZE_MAX, &v) > 0) {
         nic->reg_limit = (size_t)v;
     }
 }

@@ -11,6 +11,7 @@
  *                 grants no more than FI_ORDER_SAS, and hints asking more get nothing
  *   progress      a write and a read complete while the target's CQs are never read
  *   progress_off  the same write does not complete (cores that need target progress)
+ *   progress_none the same, with a profile's thread turned off by PROGRESS_US=none
  *   txq           tx_size posts succeed, the next gets -FI_EAGAIN; after reading, posts work
  *   rxq           the same for receives
  *   cqfull        more completions than the CQ holds: counted as CQ_FULL, none lost
@@ -464,7 +465,8 @@ int main(int argc, char **argv)
         reorder(!strcmp(what, "reorder"));
     else if (!strcmp(what, "sas"))
         sas();
-    else if (!strcmp(what, "progress") || !strcmp(what, "progress_off"))
+    else if (!strcmp(what, "progress") || !strcmp(what, "progress_off") ||
+             !strcmp(what, "progress_none"))
         progress(!strcmp(what, "progress"));
     else if (!strcmp(what, "txq"))
         txq();

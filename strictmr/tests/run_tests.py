@@ -47,6 +47,9 @@ ENGINE_ROWS = [
     # only tcp;ofi_rxm needs the target to make calls: shm's RMA is done by the initiator
     # (CMA), sockets has a progress thread of its own
     ("progress_off", {}, ["tcp;ofi_rxm;ofi_strictmr"], {"thread_completions": "0"}),
+    # "none" turns off a profile's thread
+    ("progress_none", {"PROFILE": "verbs-like", "PROGRESS_US": "none"},
+     ["tcp;ofi_rxm;ofi_strictmr"], {"thread_completions": "0"}),
     ("txq", {"TX_SIZE": "4"}, None, {"tx_eagain": "+"}),
     ("rxq", {"RX_SIZE": "4"}, None, {"rx_eagain": "+"}),
     ("cqfull", {"CQ_SIZE": "4", "PROGRESS_US": "100"}, None, {"cq_full": "+"}),
@@ -125,6 +128,11 @@ BAD_VALUE_ROWS = [
     ("bad-dc", {"DELIVERY_COMPLETE": "yes"}),
     ("bad-reg-limit", {"REG_LIMIT": "-1"}),
     ("bad-reg-cost", {"REG_COST_US": "1.5"}),
+    ("bad-tx-size", {"TX_SIZE": "4x"}),
+    ("bad-cq-size", {"CQ_SIZE": "-8"}),
+    ("bad-progress", {"PROGRESS_US": "soon"}),
+    ("bad-reorder", {"REORDER": "maybe"}),
+    ("bad-window", {"REORDER_WINDOW": "0"}),
 ]
 
 
