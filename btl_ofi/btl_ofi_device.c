@@ -234,6 +234,14 @@ int mca_btl_ofi_device_open(mca_btl_ofi_module_t *module, struct fi_info *info)
     }
     module->initialized = true;
     mca_btl_ofi_rcache_init(module);
+    if (module->mr_local && mca_btl_ofi_rcache_on(module)) {
+        /* With the cache, local buffers come to btl-ofi bare and it registers them by the
+         * page, cached (btl_ofi_rcache.c). Otherwise osc/rdma would register a fragment per
+         * window and keep it: at a NIC's registration limit those are what runs out, and
+         * osc/rdma retries a refused one for ever (NOTES.txt 3d). */
+        module->super.btl_get_local_registration_threshold = SIZE_MAX;
+        module->super.btl_put_local_registration_threshold = SIZE_MAX;
+    }
 
     /* The word that proof reads target; every peer may read it. */
     module->proof_word = 0;

@@ -54,6 +54,7 @@ struct mca_btl_ofi_module_t {
     bool prove_remote;      /**< flush must prove remote completion (not delivery_complete) */
     uint64_t key_mask;      /**< keys this BTL picks fit in mr_key_size bytes */
     atomic_uint_fast64_t next_key;
+    int reg_error; /**< the provider's last fi_mr_reg error (for the register-failed message) */
 
     /** operations posted and not yet completed */
     atomic_int_fast64_t outstanding;

@@ -18,6 +18,7 @@
 
 #include "btl_ofi_rcache.h"
 #include "btl_ofi_reg_pool.h"
+#include "btl_ofi_report.h"
 
 static void mca_btl_ofi_reg_construct(mca_btl_ofi_reg_t *reg)
 {
@@ -58,6 +59,8 @@ static int mca_btl_ofi_mr_reg(mca_btl_ofi_module_t *module, void *base, size_t s
         opal_output_verbose(1, mca_btl_ofi_output,
                             MCA_BTL_OFI_LOG "fi_mr_reg of %zu bytes at %p failed: %s", size, base,
                             fi_strerror(-rc));
+        mca_btl_ofi_count(MCA_BTL_OFI_CNT_REGISTRATIONS_FAILED, 1);
+        module->reg_error = rc;
         reg->mr = NULL;
         return OPAL_ERROR;
     }
@@ -131,6 +134,36 @@ void mca_btl_ofi_reg_destroy(mca_btl_ofi_reg_t *reg)
     mca_btl_ofi_reg_free(reg);
 }
 
+void mca_btl_ofi_reg_failed(mca_btl_ofi_module_t *module, size_t size)
+{
+    static atomic_bool shown;
+    char bytes[32], error[160], held[32];
+
+    if (atomic_exchange(&shown, true)) {
+        return;
+    }
+    snprintf(bytes, sizeof(bytes), "%zu", size);
+    snprintf(error, sizeof(error), "%s (%d)", fi_strerror(-module->reg_error), module->reg_error);
+    snprintf(held, sizeof(held), "%" PRIu64,
+             (uint64_t)atomic_load(&mca_btl_ofi_counters[MCA_BTL_OFI_CNT_REGISTRATIONS_LIVE]) +
+                 (uint64_t)atomic_load(&mca_btl_ofi_counters[MCA_BTL_OFI_CNT_RCACHE_ENTRIES]));
+    mca_btl_ofi_report_now("register-failed", module->info->fabric_attr->prov_name, bytes, error,
+                           held, NULL);
+}
+
+/* A registration, or NULL once the provider refused it even after the cache gave back
+ * what it held idle (a NIC's registrations are few: cached ones must not starve a window). */
+static mca_btl_ofi_reg_t *mca_btl_ofi_reg_create_pressed(mca_btl_ofi_module_t *module,
+                                                         void *base, size_t size)
+{
+    mca_btl_ofi_reg_t *reg = mca_btl_ofi_reg_create(module, base, size);
+
+    if (NULL == reg && mca_btl_ofi_rcache_on(module) && mca_btl_ofi_rcache_shrink(module) > 0) {
+        reg = mca_btl_ofi_reg_create(module, base, size);
+    }
+    return reg;
+}
+
 struct mca_btl_base_registration_handle_t *
 mca_btl_ofi_register_mem(struct mca_btl_base_module_t *btl,
                          struct mca_btl_base_endpoint_t *endpoint, void *base, size_t size,
@@ -144,14 +177,19 @@ mca_btl_ofi_register_mem(struct mca_btl_base_module_t *btl,
     if (0 == (flags & MCA_BTL_OFI_REG_FLAGS_REMOTE) && mca_btl_ofi_rcache_on(module)) {
         /* a local buffer (osc/rdma's source or target of one put or get): cached */
         reg = mca_btl_ofi_rcache_get(module, base, size);
-        return NULL == reg ? NULL : &reg->handle;
+        if (NULL == reg) {
+            mca_btl_ofi_reg_failed(module, size);
+            return NULL;
+        }
+        return &reg->handle;
     }
     /* Without FI_MR_LOCAL a buffer only this process touches needs no provider registration
      * (fi_mr(3)): the handle just records it. */
     reg = 0 == (flags & MCA_BTL_OFI_REG_FLAGS_REMOTE) && !module->mr_local
               ? mca_btl_ofi_reg_create(module, base, 0)
-              : mca_btl_ofi_reg_create(module, base, size);
+              : mca_btl_ofi_reg_create_pressed(module, base, size);
     if (NULL == reg) {
+        mca_btl_ofi_reg_failed(module, size);
         return NULL;
     }
     OPAL_THREAD_LOCK(&module->reg_lock);

@@ -68,6 +68,9 @@ int mca_btl_ofi_deregister_mem(struct mca_btl_base_module_t *btl,
                                struct mca_btl_base_registration_handle_t *handle);
 /** Register a region for internal use (not counted, not on the live list). */
 mca_btl_ofi_reg_t *mca_btl_ofi_reg_create(mca_btl_ofi_module_t *module, void *base, size_t size);
+/** Once per process: the register-failed message, for a registration of size bytes the
+ *  provider refused (module->reg_error). */
+void mca_btl_ofi_reg_failed(mca_btl_ofi_module_t *module, size_t size);
 /** Close a registration made by mca_btl_ofi_reg_create and free it. */
 void mca_btl_ofi_reg_destroy(mca_btl_ofi_reg_t *reg);
 /**

@@ -108,6 +108,11 @@ static const struct {
                                           "Atomic and get messages of peers that this process "
                                           "applied or answered, refused ones included",
                                           MCA_BASE_PVAR_CLASS_COUNTER},
+    [MCA_BTL_OFI_CNT_REGISTRATIONS_FAILED] = {"registrations_failed",
+                                              "Memory registrations the provider refused (a "
+                                              "NIC's limit on live registrations, or locked "
+                                              "memory); see the register-failed message",
+                                              MCA_BASE_PVAR_CLASS_COUNTER},
     [MCA_BTL_OFI_CNT_REFUSED] = {"refused_count",
                                  "Operations refused for a missing endpoint or registration handle "
                                  "or an address outside the registration",

@@ -44,6 +44,7 @@ enum mca_btl_ofi_counter_id_t {
     MCA_BTL_OFI_CNT_ATOMICS_AS_MESSAGES, /**< origin: atomics sent as messages (btl_ofi_am.c) */
     MCA_BTL_OFI_CNT_GETS_AS_MESSAGES,    /**< origin: gets sent as messages */
     MCA_BTL_OFI_CNT_MESSAGES_APPLIED,    /**< target: atomic and get messages applied */
+    MCA_BTL_OFI_CNT_REGISTRATIONS_FAILED, /**< fi_mr_reg calls the provider refused */
     MCA_BTL_OFI_CNT_MAX,
 };
 

@@ -111,14 +111,15 @@ static void mca_btl_ofi_rcache_close(opal_list_t *victims)
     }
 }
 
-/* Moves what is to be closed onto victims: gone ones, and unused ones beyond the bound. */
-static void mca_btl_ofi_rcache_collect(mca_btl_ofi_rcache_t *cache, opal_list_t *victims)
+/* Moves what is to be closed onto victims: gone ones, and unused ones beyond keep. */
+static void mca_btl_ofi_rcache_collect_to(mca_btl_ofi_rcache_t *cache, opal_list_t *victims,
+                                          size_t keep)
 {
     mca_btl_ofi_reg_t *reg, *prev;
 
     opal_list_join(victims, opal_list_get_end(victims), &cache->gone);
     OPAL_LIST_FOREACH_SAFE_REV (reg, prev, &cache->mru, mca_btl_ofi_reg_t) {
-        if (cache->entries <= cache->max_entries) {
+        if (cache->entries <= keep) {
             break;
         }
         if (0 == reg->users) {
@@ -128,6 +129,11 @@ static void mca_btl_ofi_rcache_collect(mca_btl_ofi_rcache_t *cache, opal_list_t 
             mca_btl_ofi_count(MCA_BTL_OFI_CNT_RCACHE_EVICTED, 1);
         }
     }
+}
+
+static void mca_btl_ofi_rcache_collect(mca_btl_ofi_rcache_t *cache, opal_list_t *victims)
+{
+    mca_btl_ofi_rcache_collect_to(cache, victims, cache->max_entries);
 }
 
 bool mca_btl_ofi_rcache_on(const mca_btl_ofi_module_t *module)
@@ -271,6 +277,9 @@ mca_btl_ofi_reg_t *mca_btl_ofi_rcache_get(mca_btl_ofi_module_t *module, void *ba
     /* The pages that hold the buffer are mapped, so registering all of them is allowed
      * under FI_MR_ALLOCATED too. */
     reg = mca_btl_ofi_reg_create(module, (void *)lo, hi - lo);
+    if (NULL == reg && mca_btl_ofi_rcache_shrink(module) > 0) {
+        reg = mca_btl_ofi_reg_create(module, (void *)lo, hi - lo);
+    }
     if (NULL == reg) {
         return NULL;
     }
@@ -305,4 +314,26 @@ void mca_btl_ofi_rcache_put(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t *reg
     opal_mutex_unlock(&cache->lock);
     mca_btl_ofi_rcache_close(&victims);
     OBJ_DESTRUCT(&victims);
+}
+
+size_t mca_btl_ofi_rcache_shrink(mca_btl_ofi_module_t *module)
+{
+    mca_btl_ofi_rcache_t *cache = module->rcache;
+    opal_list_t victims;
+    size_t closed;
+
+    OBJ_CONSTRUCT(&victims, opal_list_t);
+    opal_mutex_lock(&cache->lock);
+    mca_btl_ofi_rcache_collect_to(cache, &victims, 0);
+    opal_mutex_unlock(&cache->lock);
+    closed = opal_list_get_size(&victims);
+    mca_btl_ofi_rcache_close(&victims);
+    OBJ_DESTRUCT(&victims);
+    if (0 != closed) {
+        opal_output_verbose(10, mca_btl_ofi_output,
+                            MCA_BTL_OFI_LOG "the provider refused a registration: the cache "
+                                            "gave back %zu idle ones",
+                            closed);
+    }
+    return closed;
 }

@@ -33,6 +33,11 @@ bool mca_btl_ofi_rcache_on(const mca_btl_ofi_module_t *module);
 mca_btl_ofi_reg_t *mca_btl_ofi_rcache_get(mca_btl_ofi_module_t *module, void *base, size_t size);
 /** One user fewer; a registration whose memory went away is closed with its last user. */
 void mca_btl_ofi_rcache_put(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t *reg);
+/**
+ * Close every cached registration no operation uses (the provider refused a registration:
+ * a NIC's live registrations are few). Returns how many were closed.
+ */
+size_t mca_btl_ofi_rcache_shrink(mca_btl_ofi_module_t *module);
 
 END_C_DECLS
 

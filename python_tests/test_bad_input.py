@@ -7,6 +7,8 @@ absent or idle, or stop with that message. Never a crash, never a hang.
 Each expected message below is the text a user sees between the dashed lines,
 word for word: a change of help-mpi-btl-ofi.txt must change this file too."""
 
+import json
+import re
 import socket
 
 import pytest
@@ -332,3 +334,69 @@ def test_declined_provider_is_explained(declined_provider, tmp_path, mpi_env_fil
         _run_and_judge(tmp_path / f"np{nranks}", nranks, expected,
                        f"declined provider {declined_provider}", component,
                        provider=declined_provider)
+
+
+# ---- A NIC's limit on live registrations, per NIC profile -----------------------------
+
+REG_LIMIT = 16  # ofi_strictmr's FI_OFI_STRICTMR_REG_LIMIT: a few windows' worth
+REG_WINDOWS_MAX = 64
+REG_CHECK = {"kind": "reglimit", "id": "reglimit", "max": REG_WINDOWS_MAX}
+REGISTER_FAILED = '''btl-ofi could not register memory with the libfabric provider, so the MPI
+call that needed it (creating or attaching a window, or one operation) gets
+an error; windows and operations already made are not affected.'''
+REGLIMIT_LINE = re.compile(r"REGLIMIT reglimit rank (\d+): ")
+
+
+def _reglimit_lines(text):
+    found, decoder = {}, json.JSONDecoder()
+    for m in REGLIMIT_LINE.finditer(text):
+        found[int(m.group(1))] = decoder.raw_decode(text, m.end())[0]
+    return found
+
+
+@pytest.mark.parametrize("core", matrix.STRICT_CORES)
+@pytest.mark.parametrize("profile", list(matrix.STRICT_PROFILES))
+def test_registration_limit(profile, core, tmp_path, mpi_env_file, component):
+    """On each NIC profile, with the provider refusing registrations past a limit
+    (-FI_ENOMEM, as verbs and efa past max_mr): windows are made until MPI_Win_create
+    fails; it fails with an MPI error on every rank alike, btl-ofi says why once (the
+    register-failed message) and counts it, the windows made before the limit still
+    carry puts exactly, and once they are freed a new window carries an accumulate,
+    a put and a get exactly, through btl-ofi. Never a crash, a hang or an abort."""
+    provider = f"{core};ofi_strictmr"
+    env = matrix.profile_env(profile, tmp_path / "strictmr.jsonl")
+    env["FI_OFI_STRICTMR_REG_LIMIT"] = str(REG_LIMIT)
+    launch = launcher.run_mpi(2, {"checks": [REG_CHECK]}, 120, provider=provider,
+                              workdir=tmp_path, env_overrides=env)
+    where = f"profile {profile} over {core}, REG_LIMIT={REG_LIMIT}"
+    group = matrix.Group(provider, "default", 2, "base")
+    failed = outcome.launch_failure(launch, where)
+    assert failed is None, failed.message
+    recs = {r["id"]: r for r in outcome.records(launch, "check")}
+    assert "reglimit" in recs, f"{where}: the check did not report\n{launch.tail()}"
+    assert not recs["reglimit"]["errors"], "\n".join(recs["reglimit"]["errors"])
+    carried, reasons = outcome.proof_of_path(launch, group)
+    assert carried, f"NOT CARRIED BY btl-ofi: {where}: {'; '.join(reasons)}"
+    lines = _reglimit_lines(launch.stderr)
+    assert sorted(lines) == [0, 1], f"{where}: REGLIMIT lines of ranks {sorted(lines)}"
+    problems = []
+    for rank, line in sorted(lines.items()):
+        fail = line["failure"]
+        if fail is None:
+            problems.append(f"rank {rank}: {REG_WINDOWS_MAX} windows made, none refused: the "
+                            f"limit was never reached, so nothing was tested")
+        elif not fail["err_win"] or line["made"] < 1:
+            problems.append(f"rank {rank}: window {fail['at']} failed with {fail['text']} "
+                            f"(class {fail['class']}; expected MPI_ERR_WIN after >= 1 window)")
+    total_failed = sum(line["registrations_failed"] for line in lines.values())
+    if total_failed < 1:
+        problems.append(f"{launcher.param('registrations_failed')} did not move on any rank")
+    text = launch.stdout + launch.stderr
+    shown = text.count(REGISTER_FAILED.splitlines()[0])
+    if shown < 1 or shown > 2 or REGISTER_FAILED.replace("\n", " ") not in \
+            " ".join(text.split("\n")):
+        problems.append(f"the register-failed message was shown {shown} times (expected once "
+                        f"per refusing process, word for word)")
+    if "Cannot allocate memory (-12)" not in text:
+        problems.append("the message does not name the provider's error (-FI_ENOMEM)")
+    assert not problems, f"{where}:\n  " + "\n  ".join(problems) + f"\n{launch.tail()}"
