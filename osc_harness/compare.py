@@ -4,7 +4,8 @@
 One invocation runs every configuration in turn (A B C A B C ...) for N
 repetitions, so slow drifts of the machine hit all of them alike:
 
-  ours     btl-ofi (btl/ofirma) + osc/rdma on a provider
+  ours     btl-ofi (btl/ofirma) + osc/rdma on a provider (on libfabric 2.x, ours on
+           `tcp` is the plain RDM tcp provider, not tcp;ofi_rxm: PLAIN_RDM_2X)
   stock    Open MPI's btl/ofi + osc/rdma on the same provider
   vader    Open MPI 4.1: btl/vader + osc/rdma
   sm       Open MPI 5: osc/rdma over btl/sm (active-message emulation)
@@ -122,17 +123,31 @@ def has_osc_ucx(env):
     return False, "this Open MPI has no osc/ucx (ompi_info lists none)"
 
 
-def build_configs(providers, paths, ucx, net_iface=None):
+# Core providers that libfabric 2.x offers as RDM providers by themselves, and the
+# utility provider that their name selects first (`tcp` = tcp;ofi_rxm, as with
+# FI_PROVIDER=tcp). Ours on such a name runs the plain provider: FI_PROVIDER=NAME
+# with the utility provider excluded (btl-ofi then carries atomics, and gets where
+# needed, as messages its target applies; its "selected provider" line says so).
+PLAIN_RDM_2X = {"tcp": "ofi_rxm"}
+
+
+def build_configs(providers, paths, ucx, net_iface=None, libfabric_major=0):
     """net_iface: ranks on different hosts (--net), reached through this interface:
-    btl/tcp instead of the node BTL, no node-local configurations."""
+    btl/tcp instead of the node BTL, no node-local configurations. libfabric_major >= 2:
+    ours on a name in PLAIN_RDM_2X is the plain provider, not the stack it names."""
     rdma = ["--mca", "pml", "ob1", "--mca", "osc", "rdma"]
     ours_path, stock_path = paths["OMPI_MCA_mca_base_component_path"], paths["BTL_OFI_OMPI_PKGLIBDIR"]
     ours = paths["BTL_OFI_COMPONENT"]
     node = "tcp" if net_iface else paths["BTL_OFI_NODE_BTL"]
     configs = []
     for prov in providers:
+        if libfabric_major >= 2 and prov in PLAIN_RDM_2X:
+            pick, env = ["--mca", f"btl_{ours}_provider_exclude", PLAIN_RDM_2X[prov]], \
+                {"FI_PROVIDER": prov}
+        else:
+            pick, env = ["--mca", f"btl_{ours}_provider_include", prov], {}
         configs.append(Config("ours", prov, "mpi", ours_path, rdma + [
-            "--mca", "btl", f"self,{node},{ours}", "--mca", f"btl_{ours}_provider_include", prov]))
+            "--mca", "btl", f"self,{node},{ours}"] + pick, env=env))
         # The stock component excludes shm, sockets, tcp and udp by default: without
         # clearing its exclude list the window would silently go to another BTL.
         configs.append(Config("stock", prov, "mpi", stock_path, rdma + [
@@ -157,10 +172,13 @@ def build_configs(providers, paths, ucx, net_iface=None):
             "--mca", "pml", "ob1", "--mca", "btl", "self,tcp" if net_iface else "self,vader",
             "--mca", "osc", "pt2pt"]))
     else:
-        # osc/rdma 5.0 says which BTL it uses, directly or through active messages
+        # osc/rdma 5.0 says which BTL it uses, directly or through active messages, and
+        # btl-ofi which provider it selected, with atomics and gets native or as messages
         for cfg in configs:
             if cfg.kind == "mpi" and "rdma" in cfg.mca:
                 cfg.mca = cfg.mca + ["--mca", "osc_base_verbose", "100"]
+            if cfg.name == "ours":
+                cfg.mca = cfg.mca + ["--mca", "btl_base_verbose", "10"]
     return configs
 
 
@@ -173,6 +191,14 @@ def osc_path(stderr):
     if alternate:
         return "osc/rdma active messages over btl/" + ",btl/".join(alternate)
     return ""
+
+
+def btl_selected(stderr):
+    """What btl-ofi said it selected (btl_base_verbose 10), e.g. "provider tcp, atomics
+    messages, gets native", or "" when it said nothing."""
+    said = sorted(set(re.findall(r"selected provider (\S+) \(.*?\).*?atomics (\w+), gets (\w+)",
+                                 stderr)))
+    return "; ".join(f"provider {p}, atomics {a}, gets {g}" for p, a, g in said)
 
 
 # ---- one run -------------------------------------------------------------------
@@ -280,7 +306,7 @@ def carried_label(cfg, meta, row, paths):
         return f"{cfg.name} (its own build and launcher)"
     so = meta.get("btl_ofi_so", "")
     ours_dir = (cfg.ours_dir or paths["BTL_OFI_COMPONENT_DIR"]).rstrip("/") + "/"
-    how = f"; {meta['osc_path']}" if meta.get("osc_path") else ""
+    how = "".join(f"; {meta[k]}" for k in ("btl_selected", "osc_path") if meta.get(k))
     if row.get("carried_by") == "btl_ofi":
         return (f"btl-ofi (ours; counters moved{how})" if so.startswith(ours_dir) else
                 f"btl-ofi counters moved, but mapped {so or 'no btl-ofi DSO'}")
@@ -340,6 +366,7 @@ def run_one(cfg, bench, mode, args, paths, base_env, hosts=None, outdir=None):
         rc, out, err, secs = locked_run(cmd, env, args.timeout)
     meta, rows = parse_records(out)
     meta["osc_path"] = osc_path(err)
+    meta["btl_selected"] = btl_selected(err)
     status = classify(rc, err)
     result = {"config": cfg.label, "bench": bench, "cmd": cmd, "status": status, "rc": rc,
               "seconds": round(secs, 2), "meta": meta, "rows": [], "evidence": evidence,
@@ -658,7 +685,8 @@ def parse_args():
 
 def select_configs(args, providers, paths, ucx, hosts):
     net_notes = []
-    configs = build_configs(providers, paths, ucx, hosts.iface if hosts else None)
+    configs = build_configs(providers, paths, ucx, hosts.iface if hosts else None,
+                            compare_net.libfabric_major())
     for also in args.also:
         name, _, env_file = also.partition("=")
         if not name or not env_file:

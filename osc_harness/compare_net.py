@@ -75,6 +75,16 @@ def providers(major):
     return ["tcp;ofi_rxm", "tcp"] if major >= 5 else ["tcp;ofi_rxm", "sockets"]
 
 
+def libfabric_major():
+    """The major version of the libfabric fi_info reports (`fi_info --version`), 0 if none."""
+    try:
+        out = subprocess.run(["fi_info", "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    m = re.search(r"libfabric:\s*(\d+)\.", out.stdout)
+    return int(m.group(1)) if m else 0
+
+
 def loadavg():
     try:
         with open("/proc/loadavg") as f:
@@ -162,7 +172,8 @@ def families(cache=MPI_CACHE):
 
 def family_configs(Config, fams, notes):
     """MPICH ch4:ofi on tcp;ofi_rxm (also without inject writes) and tcp, ch4:ucx on UCX's tcp; Intel MPI on
-    tcp;ofi_rxm and tcp with MPICH's libfabric, and on tcp;ofi_rxm with the system's."""
+    tcp;ofi_rxm and tcp with MPICH's libfabric, and on tcp;ofi_rxm (and tcp, where the
+    system's libfabric is 2.x) with the system's."""
     mpich = next((f for f in fams if f.kind == "mpich"), None)
     mpich_lf = os.path.join(mpich.root, "lib", "mpich") if mpich else ""
     system_lf = "/usr/lib/x86_64-linux-gnu"
@@ -200,8 +211,10 @@ def family_configs(Config, fams, notes):
             for prov in ("tcp;ofi_rxm", "tcp") if mpich_lf else ():
                 configs.append(Config(f"{fam.name}", prov, "hydra", fam.bin_dir, env=dict(
                     fam.env(mpich_lf), FI_PROVIDER=prov), note=fam.root))
-            configs.append(Config(f"{fam.name}-syslf", "tcp;ofi_rxm", "hydra", fam.bin_dir, env=dict(
-                fam.env(system_lf), FI_PROVIDER="tcp;ofi_rxm"), note=fam.root))
+            # the system's libfabric 2.x has a plain RDM tcp too (1.17's tcp is MSG only)
+            for prov in ("tcp;ofi_rxm", "tcp") if libfabric_major() >= 2 else ("tcp;ofi_rxm",):
+                configs.append(Config(f"{fam.name}-syslf", prov, "hydra", fam.bin_dir, env=dict(
+                    fam.env(system_lf), FI_PROVIDER=prov), note=fam.root))
     return configs
 
 
