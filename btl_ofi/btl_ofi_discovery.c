@@ -12,12 +12,14 @@
 #include "btl_ofi_discovery.h"
 
 #include <ctype.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "opal/util/argv.h"
+#include "opal/util/proc.h"
 
 #include "btl_ofi_params.h"
 #include "btl_ofi_report.h"
@@ -254,6 +256,8 @@ static bool mca_btl_ofi_list_names(char **list, const char *prov_name, bool any_
 typedef struct mca_btl_ofi_filter_t {
     char **include;
     char **exclude;
+    char **domain_include; /**< domain or fabric names and patterns (btl_ofi_domain_include) */
+    char **domain_exclude;
     /** providers already opened and found without a 64-bit compare-and-swap (exact names) */
     char **passed_over;
 } mca_btl_ofi_filter_t;
@@ -262,10 +266,53 @@ typedef struct mca_btl_ofi_filter_t {
  * The include or exclude list. As in FI_PROVIDER, an include list that begins
  * with '^' names the providers to leave out instead ("^udp,net").
  */
+/* A domain or fabric name as fi_info prints it, or a shell pattern of one ("cxi*",
+ * "10.0.0.0/24", "fe80::/64", "rdmap16s27-rdm"). */
+static bool mca_btl_ofi_domain_item_ok(const char *item)
+{
+    if ('\0' == *item) {
+        return false;
+    }
+    for (const char *c = item; *c; ++c) {
+        if (!isalnum((unsigned char)*c) && NULL == strchr("_-.:/*?[]", *c)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool mca_btl_ofi_parse_domains(const char *which, const char *value, char ***out)
+{
+    char param[64], *bad = NULL;
+
+    if (mca_btl_ofi_split(value, mca_btl_ofi_domain_item_ok, out, &bad)) {
+        return true;
+    }
+    mca_btl_ofi_decline("malformed-domain-list", mca_btl_ofi_param_name(which, param, sizeof(param)),
+                        value, bad ? bad : "", NULL);
+    free(bad);
+    return false;
+}
+
 static bool mca_btl_ofi_parse_filter(mca_btl_ofi_filter_t *filter)
 {
     const char *include = mca_btl_ofi_params.provider_include;
+    const char *dom_in = mca_btl_ofi_params.domain_include;
+    const char *dom_ex = mca_btl_ofi_params.domain_exclude;
 
+    if (dom_in && *dom_in && dom_ex && *dom_ex) {
+        char param[2][64];
+        mca_btl_ofi_decline("domain-include-exclude",
+                            mca_btl_ofi_param_name("domain_include", param[0], sizeof(param[0])),
+                            dom_in,
+                            mca_btl_ofi_param_name("domain_exclude", param[1], sizeof(param[1])),
+                            dom_ex, NULL);
+        return false;
+    }
+    if (!mca_btl_ofi_parse_domains("domain_include", dom_in, &filter->domain_include) ||
+        !mca_btl_ofi_parse_domains("domain_exclude", dom_ex, &filter->domain_exclude)) {
+        return false;
+    }
     if (NULL != include && '^' == include[0]) {
         return mca_btl_ofi_parse_list("provider_include", include, 1, &filter->exclude);
     }
@@ -274,7 +321,23 @@ static bool mca_btl_ofi_parse_filter(mca_btl_ofi_filter_t *filter)
                                   &filter->exclude);
 }
 
-static bool mca_btl_ofi_wanted(const mca_btl_ofi_filter_t *filter, const struct fi_info *info)
+/* Does an item of list name this entry's domain or its fabric (fnmatch patterns)? */
+static bool mca_btl_ofi_domain_listed(char **list, const struct fi_info *info)
+{
+    const char *domain = info->domain_attr->name ? info->domain_attr->name : "";
+    const char *fabric = info->fabric_attr->name ? info->fabric_attr->name : "";
+
+    for (int i = 0; list && list[i]; ++i) {
+        if (0 == fnmatch(list[i], domain, 0) || 0 == fnmatch(list[i], fabric, 0)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The provider lists alone (names, quirks, providers passed over). */
+static bool mca_btl_ofi_provider_wanted(const mca_btl_ofi_filter_t *filter,
+                                        const struct fi_info *info)
 {
     const char *name = info->fabric_attr->prov_name;
 
@@ -285,6 +348,36 @@ static bool mca_btl_ofi_wanted(const mca_btl_ofi_filter_t *filter, const struct 
         return mca_btl_ofi_list_names(filter->include, name, false);
     }
     return !mca_btl_ofi_list_names(filter->exclude, name, true);
+}
+
+static bool mca_btl_ofi_wanted(const mca_btl_ofi_filter_t *filter, const struct fi_info *info)
+{
+    if (!mca_btl_ofi_provider_wanted(filter, info)) {
+        return false;
+    }
+    if (filter->domain_include) {
+        return mca_btl_ofi_domain_listed(filter->domain_include, info);
+    }
+    return !mca_btl_ofi_domain_listed(filter->domain_exclude, info);
+}
+
+/* How this process's domain was chosen among several (for the "selected provider" line). */
+static char mca_btl_ofi_domain_choice[256];
+
+static bool mca_btl_ofi_same_str(const char *a, const char *b)
+{
+    return 0 == strcmp(a ? a : "", b ? b : "");
+}
+
+/* A domain that reaches only this host's loopback (tcp and udp on lo): never the one taken
+ * while the same provider offers another, since peers on other hosts cannot reach it. */
+static bool mca_btl_ofi_loopback_only(const struct fi_info *info)
+{
+    const char *fabric = info->fabric_attr->name ? info->fabric_attr->name : "";
+    const char *domain = info->domain_attr->name ? info->domain_attr->name : "";
+
+    return 0 == strncmp(fabric, "127.", 4) || 0 == strcmp(fabric, "::1/128") ||
+           0 == strcmp(domain, "lo");
 }
 
 /* What btl-ofi always needs, what it takes when granted, and what carries the rest. */
@@ -432,6 +525,90 @@ static bool mca_btl_ofi_check_include(const mca_btl_ofi_filter_t *filter, const 
     return true;
 }
 
+/* Is an entry before cur in all, let through by the provider lists, of cur's domain (and,
+ * with fabric, of its fabric)? */
+static bool mca_btl_ofi_domain_before(const mca_btl_ofi_filter_t *filter, const struct fi_info *all,
+                                      const struct fi_info *cur, bool fabric)
+{
+    for (const struct fi_info *prev = all; prev != cur; prev = prev->next) {
+        if (mca_btl_ofi_provider_wanted(filter, prev) &&
+            mca_btl_ofi_same_str(prev->domain_attr->name, cur->domain_attr->name) &&
+            (!fabric || mca_btl_ofi_same_str(prev->fabric_attr->name, cur->fabric_attr->name))) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* "eth0 (192.0.2.0/24, fe80::/64), lo (127.0.0.1/32)": the domains, with their fabrics, of
+ * the entries the provider lists let through (caller frees). */
+static char *mca_btl_ofi_domain_names(const mca_btl_ofi_filter_t *filter, const struct fi_info *all)
+{
+    size_t len = 16, used = 0;
+    char *text;
+
+    for (const struct fi_info *cur = all; cur; cur = cur->next) {
+        len += strlen(cur->domain_attr->name) + strlen(cur->fabric_attr->name) + 8;
+    }
+    text = calloc(1, len);
+    if (NULL == text) {
+        return NULL;
+    }
+    for (const struct fi_info *cur = all; cur; cur = cur->next) {
+        const char *sep = " (";
+
+        if (!mca_btl_ofi_provider_wanted(filter, cur) ||
+            mca_btl_ofi_domain_before(filter, all, cur, false)) {
+            continue;
+        }
+        used += snprintf(text + used, len - used, "%s%s", used ? ", " : "", cur->domain_attr->name);
+        for (const struct fi_info *f = cur; f; f = f->next) {
+            if (mca_btl_ofi_provider_wanted(filter, f) &&
+                mca_btl_ofi_same_str(f->domain_attr->name, cur->domain_attr->name) &&
+                !mca_btl_ofi_domain_before(filter, all, f, true)) {
+                used += snprintf(text + used, len - used, "%s%s", sep, f->fabric_attr->name);
+                sep = ", ";
+            }
+        }
+        used += snprintf(text + used, len - used, ")");
+    }
+    if (0 == used) {
+        snprintf(text, len, "(none)");
+    }
+    return text;
+}
+
+/* Every domain_include item must name a domain or fabric of a provider left by the provider
+ * lists (among those with what btl-ofi needs, all and msgs); else decline, listing them. */
+static bool mca_btl_ofi_check_domains(const mca_btl_ofi_filter_t *filter, const struct fi_info *all,
+                                      const struct fi_info *msgs)
+{
+    for (int i = 0; filter->domain_include && filter->domain_include[i]; ++i) {
+        char *one[2] = {filter->domain_include[i], NULL}, *names, param[64];
+        bool found = false;
+
+        for (const struct fi_info *list = all; list; list = (list == all) ? msgs : NULL) {
+            for (const struct fi_info *cur = list; cur && !found; cur = cur->next) {
+                found = mca_btl_ofi_provider_wanted(filter, cur) &&
+                        mca_btl_ofi_domain_listed(one, cur);
+            }
+            if (list == msgs) {
+                break;
+            }
+        }
+        if (found) {
+            continue;
+        }
+        names = mca_btl_ofi_domain_names(filter, all);
+        mca_btl_ofi_decline("domain-not-found",
+                            mca_btl_ofi_param_name("domain_include", param, sizeof(param)),
+                            filter->domain_include[i], names ? names : "?", NULL);
+        free(names);
+        return false;
+    }
+    return true;
+}
+
 static const char *mca_btl_ofi_completion_setting(void)
 {
     for (int i = 0; NULL != mca_btl_ofi_completion_values[i].string; ++i) {
@@ -476,6 +653,20 @@ static void mca_btl_ofi_explain(const mca_btl_ofi_filter_t *filter, const struct
             return;
         }
     }
+    if (filter->domain_include || filter->domain_exclude) {
+        /* the provider lists left something, the domain lists nothing */
+        char *names = mca_btl_ofi_domain_names(filter, all);
+        const bool in = NULL != filter->domain_include;
+
+        mca_btl_ofi_decline("domain-none-left",
+                            mca_btl_ofi_param_name(in ? "domain_include" : "domain_exclude",
+                                                   param[0], sizeof(param[0])),
+                            in ? mca_btl_ofi_params.domain_include
+                               : mca_btl_ofi_params.domain_exclude,
+                            names ? names : "?", NULL);
+        free(names);
+        return;
+    }
     mca_btl_ofi_decline(
         "no-provider", mca_btl_ofi_param_name("provider_include", param[0], sizeof(param[0])),
         mca_btl_ofi_params.provider_include ? mca_btl_ofi_params.provider_include : "(all)",
@@ -488,7 +679,22 @@ static void mca_btl_ofi_explain(const mca_btl_ofi_filter_t *filter, const struct
 void mca_btl_ofi_discover_log(const struct fi_info *info, bool atomics_as_messages,
                               bool gets_as_messages)
 {
-    char mode[128];
+    char mode[128], selected[512], *copy;
+
+    /* the MPI_T-readable record of the choice (btl_ofi_domain_selected): the variable system
+     * owns the string (it frees it when the variable goes), so it gets a heap copy */
+    snprintf(selected, sizeof(selected), "%s fabric %s domain %s", info->fabric_attr->prov_name,
+             info->fabric_attr->name, info->domain_attr->name);
+    if (NULL != (copy = strdup(selected))) {
+        free(mca_btl_ofi_params.domain_selected);
+        mca_btl_ofi_params.domain_selected = copy;
+    }
+    if ('\0' != mca_btl_ofi_domain_choice[0] &&
+        0 == strncmp(mca_btl_ofi_domain_choice, info->domain_attr->name,
+                     strlen(info->domain_attr->name))) {
+        opal_output_verbose(10, mca_btl_ofi_output, MCA_BTL_OFI_LOG "took %s",
+                            mca_btl_ofi_domain_choice);
+    }
 
     opal_output_verbose(10, mca_btl_ofi_output,
                         MCA_BTL_OFI_LOG "selected provider %s (fabric %s, domain %s), mr_mode %s, "
@@ -512,19 +718,93 @@ const char *mca_btl_ofi_completion_name(const struct fi_info *info)
                : "read_proof";
 }
 
-/* The first wanted entry of list; with like set, the first for the same provider and domain. */
+/* Same provider and fabric; with domain, the same domain too. */
+static bool mca_btl_ofi_alike(const struct fi_info *a, const struct fi_info *b, bool domain)
+{
+    return mca_btl_ofi_same_str(a->fabric_attr->prov_name, b->fabric_attr->prov_name) &&
+           mca_btl_ofi_same_str(a->fabric_attr->name, b->fabric_attr->name) &&
+           (!domain || mca_btl_ofi_same_str(a->domain_attr->name, b->domain_attr->name));
+}
+
+/* A wanted entry of first's provider and fabric (and loopback kind), the first of its
+ * domain in list: one of the domains mca_btl_ofi_spread shares out. */
+static bool mca_btl_ofi_spread_candidate(const mca_btl_ofi_filter_t *filter,
+                                         const struct fi_info *list, const struct fi_info *first,
+                                         const struct fi_info *cur)
+{
+    if (!mca_btl_ofi_wanted(filter, cur) || !mca_btl_ofi_alike(cur, first, false) ||
+        mca_btl_ofi_loopback_only(cur) != mca_btl_ofi_loopback_only(first)) {
+        return false;
+    }
+    for (const struct fi_info *prev = list; prev != cur; prev = prev->next) {
+        if (mca_btl_ofi_alike(prev, cur, true)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * Of the domains of first's provider and fabric (several NICs on one fabric reach the same
+ * peers), the local_rank'th modulo their number: the processes of a node share the NICs
+ * out. Topology (the NIC nearest the process's cores) is not consulted yet; where processes
+ * are bound in order, local ranks follow the binding.
+ */
+static const struct fi_info *mca_btl_ofi_spread(const mca_btl_ofi_filter_t *filter,
+                                                const struct fi_info *list,
+                                                const struct fi_info *first)
+{
+    const struct fi_info *pick = first;
+    const unsigned rank = (unsigned)opal_process_info.my_local_rank;
+    char names[160] = "";
+    size_t used = 0;
+    unsigned count = 0, index = 0;
+
+    for (const struct fi_info *cur = list; cur && mca_btl_ofi_params.domain_spread;
+         cur = cur->next) {
+        if (!mca_btl_ofi_spread_candidate(filter, list, first, cur)) {
+            continue;
+        }
+        ++count;
+        if (used < sizeof(names)) {
+            used += snprintf(names + used, sizeof(names) - used, "%s%s", used ? "," : "",
+                             cur->domain_attr->name);
+        }
+    }
+    if (count < 2) {
+        return first;
+    }
+    for (const struct fi_info *cur = list; cur; cur = cur->next) {
+        if (mca_btl_ofi_spread_candidate(filter, list, first, cur) && index++ == rank % count) {
+            pick = cur;
+            break;
+        }
+    }
+    snprintf(mca_btl_ofi_domain_choice, sizeof(mca_btl_ofi_domain_choice),
+             "%s, domain %u of %u on its fabric (%s) by local rank %u", pick->domain_attr->name,
+             rank % count + 1, count, names, rank);
+    return pick;
+}
+
+/* The first wanted entry of list (a loopback-only domain only when nothing else is wanted),
+ * spread over the domains of its fabric; with like set, the first of like's provider,
+ * fabric and domain. */
 static const struct fi_info *mca_btl_ofi_first_wanted(const mca_btl_ofi_filter_t *filter,
                                                       const struct fi_info *list,
                                                       const struct fi_info *like)
 {
-    for (const struct fi_info *cur = list; cur; cur = cur->next) {
-        if (!mca_btl_ofi_wanted(filter, cur)) {
-            continue;
-        }
-        if (NULL == like ||
-            (0 == strcmp(cur->fabric_attr->prov_name, like->fabric_attr->prov_name) &&
-             0 == strcmp(cur->domain_attr->name, like->domain_attr->name))) {
-            return cur;
+    for (int pass = 0; pass < 2; ++pass) {
+        for (const struct fi_info *cur = list; cur; cur = cur->next) {
+            if (!mca_btl_ofi_wanted(filter, cur)) {
+                continue;
+            }
+            if (NULL != like) {
+                if (mca_btl_ofi_alike(cur, like, true)) {
+                    return cur;
+                }
+            } else if (1 == pass || !mca_btl_ofi_loopback_only(cur)) {
+                return mca_btl_ofi_spread(filter, list, cur);
+            }
         }
     }
     return NULL;
@@ -733,7 +1013,7 @@ struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads, char **passed_over
         .caps = MCA_BTL_OFI_CAPS_RMA | MCA_BTL_OFI_CAPS_MSG,
         .mr_mode = MCA_BTL_OFI_MR_ALL,
     };
-    mca_btl_ofi_filter_t filter = {NULL, NULL, passed_over};
+    mca_btl_ofi_filter_t filter = {.passed_over = passed_over};
     struct fi_info *all = NULL, *msgs = NULL, *chosen = NULL;
     bool declined = false;
 
@@ -755,7 +1035,8 @@ struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads, char **passed_over
      * whatever its MR needs: for messages. */
     all = mca_btl_ofi_getinfo(&all_modes, enable_mpi_threads);
     msgs = mca_btl_ofi_getinfo(&msg_modes, enable_mpi_threads);
-    if (!mca_btl_ofi_check_include(&filter, all, msgs)) {
+    if (!mca_btl_ofi_check_include(&filter, all, msgs) ||
+        !mca_btl_ofi_check_domains(&filter, all, msgs)) {
         goto out;
     }
 
@@ -774,5 +1055,7 @@ out:
     fi_freeinfo(msgs);
     opal_argv_free(filter.include);
     opal_argv_free(filter.exclude);
+    opal_argv_free(filter.domain_include);
+    opal_argv_free(filter.domain_exclude);
     return chosen;
 }

@@ -280,6 +280,34 @@ void mca_btl_ofi_params_register(const mca_base_component_t *component)
                                 "leaves out every stack it is part of (\"ofi_rxm\": "
                                 "tcp;ofi_rxm and net;ofi_rxm)",
                                 &mca_btl_ofi_params.provider_exclude);
+    mca_btl_ofi_register_string(
+        component, "domain_include",
+        "Comma-separated libfabric domains to consider, as fi_info prints them (\"domain:\" "
+        "lines: a NIC such as mlx5_0, cxi1 or rdmap16s27-rdm, an interface such as eth1 for tcp) "
+        "or their fabrics (\"fabric:\" lines, such as 10.0.0.0/24); shell patterns allowed "
+        "(\"cxi*\"). Like btl_tcp_if_include. Variables of the provider (FI_TCP_IFACE, ...) "
+        "still apply first. Empty: every domain. Cannot be combined with btl_ofi_domain_exclude",
+        &mca_btl_ofi_params.domain_include);
+    mca_btl_ofi_register_string(component, "domain_exclude",
+                                "Comma-separated libfabric domains or fabrics never to use, as "
+                                "for btl_ofi_domain_include (\"lo,eth0\")",
+                                &mca_btl_ofi_params.domain_exclude);
+    mca_btl_ofi_params.domain_spread = true;
+    (void)mca_base_component_var_register(
+        component, "domain_spread",
+        "When the chosen provider offers several domains on one fabric (several NICs), each "
+        "process takes one of them by its local rank, so the processes of a node share them "
+        "out; false: every process takes the first",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_btl_ofi_params.domain_spread);
+    mca_btl_ofi_params.domain_selected = "";
+    (void)mca_base_component_var_register(
+        component, "domain_selected",
+        "Read-only: the provider, fabric and domain this process uses (\"tcp;ofi_rxm fabric "
+        "192.0.2.0/24 domain eth0\"), set when btl-ofi starts; empty before, or when it "
+        "declined. Readable through MPI_T as a control variable",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, MCA_BASE_VAR_FLAG_DEFAULT_ONLY, OPAL_INFO_LVL_4,
+        MCA_BASE_VAR_SCOPE_CONSTANT, &mca_btl_ofi_params.domain_selected);
 
     (void)mca_base_component_var_register(
         component, "mr_mode",

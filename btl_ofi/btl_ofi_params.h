@@ -69,6 +69,10 @@ enum mca_btl_ofi_path_t {
 typedef struct mca_btl_ofi_params_t {
     char *provider_include;
     char *provider_exclude;
+    char *domain_include; /**< domains (or their fabrics) to consider: names or shell patterns */
+    char *domain_exclude; /**< domains (or their fabrics) never to use */
+    bool domain_spread;   /**< several domains of one fabric: one per process, by local rank */
+    char *domain_selected; /**< read-only: "provider/fabric/domain" this process uses */
     char *mr_mode_text;
     uint64_t mr_mode_allowed; /**< parsed from mr_mode_text at init */
     char *completion_text;

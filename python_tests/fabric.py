@@ -11,6 +11,7 @@ import functools
 import hashlib
 import importlib.util
 import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -289,3 +290,19 @@ def servable_rdm_providers():
                 caps & (FI_ATOMIC | FI_MSG):
             names.append(name)
     return tuple(names)
+
+
+def fi_domains(provider, netns=None):
+    """[(domain, fabric)] of the provider's RDM entries as fi_info prints them, in its order,
+    once each; netns: as seen inside that network namespace."""
+    argv = (["ip", "netns", "exec", netns] if netns else []) + \
+        ["fi_info", "-p", provider, "-t", "FI_EP_RDM"]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=60).stdout
+    seen, fabric = [], None
+    for line in out.splitlines():
+        key, _, value = line.strip().partition(": ")
+        if key == "fabric":
+            fabric = value
+        elif key == "domain" and (value, fabric) not in seen:
+            seen.append((value, fabric))
+    return seen

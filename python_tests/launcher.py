@@ -243,11 +243,13 @@ def _read_records(path):
 
 
 def run_mpi(nranks, plan, timeout, provider=None, mca=None, osc="rdma",
-            btl=None, env_overrides=None, workdir=None, verbose=True, hosts=None, ours=None):
+            btl=None, env_overrides=None, workdir=None, verbose=True, hosts=None, ours=None,
+            netns=None):
     """Run rank_prog.py on `plan` (a JSON-able dict) and return a Launch.
 
     env_overrides replaces variables of the env file (e.g. a component path
-    that loads only Open MPI's stock components). hosts: see mpirun_argv."""
+    that loads only Open MPI's stock components). hosts: see mpirun_argv.
+    netns: run mpirun and all ranks inside this network namespace (ip netns exec)."""
     env = mpi_env(env_overrides)
     if hosts is not None:
         env.update(hosts.env())
@@ -262,6 +264,8 @@ def run_mpi(nranks, plan, timeout, provider=None, mca=None, osc="rdma",
                        program_args=[str(plan_path), str(report_path)], verbose=verbose,
                        hosts=hosts, ours=ours,
                        forward=[k for k in (env_overrides or {}) if k.startswith("FI_")])
+    if netns:
+        argv = ["ip", "netns", "exec", netns] + argv
     run = run_argv(argv, timeout, env, workdir)
     return Launch(argv=argv, returncode=run.returncode, timed_out=run.timed_out,
                   seconds=run.seconds, stdout=run.stdout, stderr=run.stderr,

@@ -49,6 +49,12 @@ int MPI_T_pvar_handle_alloc(MPI_T_pvar_session session, int pvar_index, void *ob
                             MPI_T_pvar_handle *handle, int *count);
 int MPI_T_pvar_handle_free(MPI_T_pvar_session session, MPI_T_pvar_handle *handle);
 int MPI_T_pvar_read(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void *buf);
+typedef void *MPI_T_cvar_handle;
+int MPI_T_cvar_get_index(const char *name, int *cvar_index);
+int MPI_T_cvar_handle_alloc(int cvar_index, void *obj_handle, MPI_T_cvar_handle *handle,
+                            int *count);
+int MPI_T_cvar_handle_free(MPI_T_cvar_handle *handle);
+int MPI_T_cvar_read(MPI_T_cvar_handle handle, void *buf);
 """
 
 
@@ -162,6 +168,23 @@ class OfiCounters:
                         extra[idx[0]] = cname
                     break
         return extra
+
+    def cvar_string(self, short_name, size=1024):
+        """The value of control variable btl_<component>_<short_name> (a string), or None
+        when MPI_T does not know it or cannot read it."""
+        ffi, lib = self.ffi, self.lib
+        index, handle, count = ffi.new("int *"), ffi.new("MPI_T_cvar_handle *"), ffi.new("int *")
+        if lib.MPI_T_cvar_get_index((PREFIX + short_name).encode(), index) != 0:
+            return None
+        if lib.MPI_T_cvar_handle_alloc(index[0], ffi.NULL, handle, count) != 0:
+            return None
+        buf = ffi.new(f"char[{max(size, count[0] + 1)}]")
+        try:
+            if lib.MPI_T_cvar_read(handle[0], buf) != 0:
+                return None
+            return ffi.string(buf).decode(errors="replace")
+        finally:
+            lib.MPI_T_cvar_handle_free(handle)
 
     def snapshot(self):
         values = {}

@@ -400,3 +400,81 @@ def test_registration_limit(profile, core, tmp_path, mpi_env_file, component):
     if "Cannot allocate memory (-12)" not in text:
         problems.append("the message does not name the provider's error (-FI_ENOMEM)")
     assert not problems, f"{where}:\n  " + "\n  ".join(problems) + f"\n{launch.tail()}"
+
+
+# ---- Domain lists (issue 26 item 4) ------------------------------------------------------
+
+DOMAIN_NOT_FOUND = '''A domain name btl-ofi was given matches no domain (and no fabric) of the
+libfabric providers it may use on this host. Names and patterns match the
+"domain:" and "fabric:" lines of fi_info; a network interface that is down
+or has no address is not listed by libfabric. btl-ofi is disabling itself;
+Open MPI continues without it.
+
+  Parameter:  btl_{c}_domain_include
+  Unknown:    {unknown}
+  Available:  {available}
+  Processes:  {processes}'''
+
+DOMAIN_NONE_LEFT = '''The domain list btl-ofi was given leaves no domain of a provider that
+offers what btl-ofi needs (reliable-datagram endpoints, RMA, a
+memory-registration mode it serves, the completion asked for). btl-ofi is
+disabling itself; Open MPI continues without it.
+
+  btl_{c}_domain_exclude = {excluded}
+  Available:  {available}
+  Processes:  {processes}'''
+
+DOMAIN_MALFORMED = '''btl-ofi cannot read a domain list it was given: names of libfabric domains
+or fabrics as fi_info prints them ("domain:" and "fabric:" lines, such as
+mlx5_0, cxi1, eth1 or 10.0.0.0/24), or shell patterns of them ("cxi*"),
+separated by single commas, with no spaces and no empty items. btl-ofi is
+disabling itself; Open MPI continues without it.
+
+  Parameter:  btl_{c}_domain_include
+  Value:      "{value}"
+  Bad item:   "{item}"
+  Processes:  {processes}'''
+
+DOMAIN_BOTH = '''btl-ofi was given both a domain include list and a domain exclude list;
+only one may be set. btl-ofi is disabling itself; Open MPI continues
+without it.
+
+  btl_{c}_domain_include = "eth0"
+  btl_{c}_domain_exclude = "lo"
+  Processes:  {processes}'''
+
+DOMAIN_PROVIDER = "tcp;ofi_rxm"
+
+
+def _domains_available():
+    """What the messages list for DOMAIN_PROVIDER: "eth0 (f1, f2), lo (f3)", fi_info order."""
+    grouped = {}
+    for domain, fab in fabric.fi_domains(DOMAIN_PROVIDER):
+        grouped.setdefault(domain, []).append(fab)
+    return ", ".join(f"{d} ({', '.join(f)})" for d, f in grouped.items()) or "(none)"
+
+
+@pytest.mark.parametrize("nranks", RANKS)
+def test_domain_lists(nranks, tmp_path, mpi_env_file, component):
+    """A domain that matches nothing names the domains there are; a list that leaves
+    none names them too; a malformed list names its bad item; both lists at once are
+    refused. Each time btl-ofi declines once per job and Open MPI carries on."""
+    available = _domains_available()
+    everything = ",".join(dict.fromkeys(d.split(" (")[0] for d in available.split("), ")))
+    cases = [
+        ({"domain_include": "nosuch0"},
+         DOMAIN_NOT_FOUND.replace("{unknown}", "nosuch0")),
+        ({"domain_include": "eth0,nosuch*"},
+         DOMAIN_NOT_FOUND.replace("{unknown}", "nosuch*")) if "eth0 (" in available else None,
+        ({"domain_exclude": everything}, DOMAIN_NONE_LEFT.replace("{excluded}", everything)),
+        ({"domain_include": "eth0,,lo"},
+         DOMAIN_MALFORMED.replace("{value}", "eth0,,lo").replace("{item}", "")),
+        ({"domain_include": "eth 0"},
+         DOMAIN_MALFORMED.replace("{value}", "eth 0").replace("{item}", "eth 0")),
+        ({"domain_include": "eth0", "domain_exclude": "lo"}, DOMAIN_BOTH),
+    ]
+    for i, case in enumerate(c for c in cases if c):
+        ours, expected = case
+        _run_and_judge(tmp_path / f"case{i}", nranks, expected.replace("{available}", available),
+                       f"{ours} on {DOMAIN_PROVIDER}", component, ours=ours,
+                       provider=DOMAIN_PROVIDER)

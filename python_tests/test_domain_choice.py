@@ -1,0 +1,125 @@
+"""Which libfabric domain (NIC) btl-ofi takes (issue 26 items 1 and 4; NOTES.txt 2b).
+
+A provider lists one fi_info per domain: per NIC (mlx5_0, cxi0..3, the EFA
+devices), or per interface for tcp (eth0, lo, ...). btl-ofi takes, of the
+first provider that serves:
+  - never a loopback-only domain (lo, 127.0.0.0/8, ::1) while the provider
+    offers another: peers on other hosts could not reach it;
+  - of several domains on one fabric (several NICs that reach the same
+    peers), one per process by its local rank, so a node's processes share
+    them out (btl_<c>_domain_spread, default true);
+  - only the domains btl_<c>_domain_include names (names or shell patterns
+    of "domain:" or "fabric:" lines), or none that btl_<c>_domain_exclude
+    names.
+The choice is in the verbose "selected provider" line and in the read-only
+control variable btl_<c>_domain_selected, which each rank reads through
+MPI_T here (rank_domain.py); every launch is exact and carried by btl-ofi.
+Several NICs on one fabric are made in a network namespace: two veth
+interfaces with addresses on one subnet (tcp lists a domain per interface).
+"""
+
+import json
+import re
+import subprocess
+import uuid
+
+import pytest
+
+import fabric
+import launcher
+import matrix
+import outcome
+
+PROVIDER = "tcp;ofi_rxm"
+CHECK = {"kind": "domain", "id": "domain", "rounds": 10}
+LINE = re.compile(r"DOMAIN domain rank (\d+): ")
+SELECTED = re.compile(r"\[[^\]]*:(\d+)\] btl:\w+: selected provider (\S+) \(fabric (\S+), "
+                      r"domain (\S+)\)")
+
+
+def loopback(domain, fabric):
+    return domain == "lo" or fabric.startswith("127.") or fabric == "::1/128"
+
+
+def _run(tmp_path, nranks=2, ours=None, netns=None):
+    launch = launcher.run_mpi(nranks, {"checks": [CHECK]}, 120, provider=PROVIDER,
+                              workdir=tmp_path, ours=ours, netns=netns)
+    group = matrix.Group(PROVIDER, "default", nranks, "base")
+    outcome.judge_group(launch, group, [CHECK["id"]]).apply()
+    rec = {r["id"]: r for r in outcome.records(launch, "check")}[CHECK["id"]]
+    assert not rec["errors"], "\n".join(rec["errors"]) + f"\n  {launch.command_line()}"
+    decoder = json.JSONDecoder()
+    cvars = {int(m.group(1)): decoder.raw_decode(launch.stderr, m.end())[0]["selected"]
+             for m in LINE.finditer(launch.stderr)}
+    lines = {}
+    for m in SELECTED.finditer(launch.stdout + launch.stderr):
+        lines[m.group(1)] = (m.group(2), m.group(3), m.group(4))
+    assert sorted(cvars) == list(range(nranks)), f"DOMAIN lines of ranks {sorted(cvars)}"
+    assert len(lines) == nranks, f"{len(lines)} 'selected provider' lines for {nranks} ranks"
+    # the control variable says what the verbose line says, rank by rank (same set of choices)
+    said = sorted(f"{p} fabric {f} domain {d}" for p, f, d in lines.values())
+    assert sorted(cvars.values()) == said, \
+        f"btl_<c>_domain_selected {sorted(cvars.values())} against the verbose lines {said}"
+    return [tuple(v.split(" fabric ")[1].split(" domain ")[::-1]) for _, v in sorted(cvars.items())]
+
+
+def test_default_domain_is_not_loopback(tmp_path):
+    domains = fabric.fi_domains(PROVIDER)
+    if not any(not loopback(d, f) for d, f in domains):
+        pytest.skip(f"{PROVIDER} lists only loopback domains here: {domains}")
+    taken = _run(tmp_path)
+    assert all(not loopback(d, f) for d, f in taken), \
+        f"took a loopback-only domain {taken} while {PROVIDER} offers {domains}"
+
+
+def test_domain_include_and_exclude(tmp_path):
+    domains = fabric.fi_domains(PROVIDER)
+    names = list(dict.fromkeys(d for d, _ in domains))
+    if len(names) < 2:
+        pytest.skip(f"{PROVIDER} lists one domain here: {domains}")
+    first = next(d for d, f in domains if not loopback(d, f))
+    other = next(d for d in names if d != first)
+    taken = _run(tmp_path / "include", ours={"domain_include": other})
+    assert {d for d, _ in taken} == {other}, f"domain_include={other}: took {taken}"
+    taken = _run(tmp_path / "exclude", ours={"domain_exclude": first})
+    assert first not in {d for d, _ in taken}, f"domain_exclude={first}: took {taken}"
+    # a pattern of the fabric: the fabric of 'other'
+    fab = next(f for d, f in domains if d == other)
+    taken = _run(tmp_path / "fabric", ours={"domain_include": fab})
+    assert {f for _, f in taken} == {fab}, f"domain_include={fab}: took {taken}"
+
+
+@pytest.fixture
+def two_nics():
+    """A network namespace with two interfaces on one subnet (veth pairs, the far ends
+    without addresses): tcp lists domains nic0 and nic1 on fabric 10.66.0.0/24."""
+    name = f"btlofi-{uuid.uuid4().hex[:8]}"
+
+    def ip(*args):
+        subprocess.run(["ip", "-n", name, *args], check=True, capture_output=True, timeout=30)
+    try:
+        subprocess.run(["ip", "netns", "add", name], check=True, capture_output=True, timeout=30)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        pytest.skip(f"no network namespace here (root and iproute2 needed): {exc}")
+    try:
+        ip("link", "set", "lo", "up")
+        for i in (0, 1):
+            ip("link", "add", f"nic{i}", "type", "veth", "peer", "name", f"far{i}")
+            ip("addr", "add", f"10.66.0.{i + 1}/24", "dev", f"nic{i}")
+            ip("link", "set", f"nic{i}", "up")
+            ip("link", "set", f"far{i}", "up")
+        yield name
+    finally:
+        subprocess.run(["ip", "netns", "delete", name], capture_output=True, timeout=30)
+
+
+def test_spread_over_nics_of_one_fabric(two_nics, tmp_path):
+    domains = [(d, f) for d, f in fabric.fi_domains(PROVIDER, netns=two_nics) if f == "10.66.0.0/24"]
+    assert sorted(d for d, _ in domains) == ["nic0", "nic1"], \
+        f"{PROVIDER} in the namespace lists {fabric.fi_domains(PROVIDER, netns=two_nics)}"
+    order = [d for d, _ in domains]  # libfabric's order: local rank r takes order[r % 2]
+    taken = _run(tmp_path / "spread", nranks=3, netns=two_nics)
+    assert [d for d, _ in taken] == [order[r % 2] for r in range(3)], \
+        f"3 ranks over {order}: took {taken} (expected local rank r on domain r mod 2)"
+    taken = _run(tmp_path / "first", nranks=3, netns=two_nics, ours={"domain_spread": "0"})
+    assert [d for d, _ in taken] == [order[0]] * 3, f"domain_spread=0: took {taken}"
