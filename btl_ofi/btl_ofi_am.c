@@ -482,7 +482,7 @@ int mca_btl_ofi_am_start(mca_btl_ofi_module_t *module)
 static int mca_btl_ofi_am_request(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
                                   const void *req, size_t bytes)
 {
-    int rc = mca_btl_ofi_msg_send(module, op->endpoint, req, bytes);
+    int rc = mca_btl_ofi_msg_request(module, op->endpoint, req, bytes, op);
 
     if (OPAL_SUCCESS != rc) {
         mca_btl_ofi_op_release(module, op);

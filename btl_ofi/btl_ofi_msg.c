@@ -38,6 +38,9 @@ typedef struct mca_btl_ofi_msg_out_t {
     size_t bytes;
     void *data;  /**< small, or big */
     void *big;   /**< a message larger than small, else NULL */
+    /** an operation that waits for the peer's answer to this message (a request), or NULL:
+     *  if the message fails after its sender was told it was sent, the operation fails */
+    mca_btl_ofi_op_t *waiting;
     uint64_t small[MCA_BTL_OFI_MSG_SMALL / sizeof(uint64_t)];
 } mca_btl_ofi_msg_out_t;
 
@@ -280,12 +283,28 @@ void mca_btl_ofi_msg_header_init(mca_btl_ofi_msg_header_t *header,
     };
 }
 
+/* A message is lost for good after its sender was told it went: no answer will come, so
+ * the operation waiting for one fails (its callback gets OPAL_ERROR, MPI an error). */
+static void mca_btl_ofi_msg_lost(mca_btl_ofi_module_t *module, mca_btl_ofi_msg_out_t *out)
+{
+    if (NULL != out->waiting) {
+        opal_output_verbose(1, mca_btl_ofi_output,
+                            MCA_BTL_OFI_LOG "a request to %s was lost: its operation fails",
+                            OPAL_NAME_PRINT(out->endpoint->proc->proc_name));
+        mca_btl_ofi_op_finish(module, out->waiting, OPAL_ERROR);
+        out->waiting = NULL;
+    }
+}
+
 /* A message sent from its copy (no inject) completed. */
 static void mca_btl_ofi_msg_sent(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op, int status)
 {
     mca_btl_ofi_msg_out_t *out = (mca_btl_ofi_msg_out_t *)op->local_address;
 
-    (void)status; /* a failure was reported by the completion queue already */
+    /* a failure was reported by the completion queue already (cq-error) */
+    if (OPAL_SUCCESS != status) {
+        mca_btl_ofi_msg_lost(module, out);
+    }
     OBJ_RELEASE(out);
     mca_btl_ofi_op_release(module, op);
 }
@@ -334,10 +353,12 @@ static void mca_btl_ofi_msg_queue(mca_btl_ofi_module_t *module, mca_btl_ofi_msg_
     OPAL_THREAD_UNLOCK(&module->msg->lock);
 }
 
-/* Copy head and data into a new message and send it (or queue it after -FI_EAGAIN). */
+/* Copy head and data into a new message and send it (or queue it after -FI_EAGAIN);
+ * waiting: see mca_btl_ofi_msg_out_t. */
 static int mca_btl_ofi_msg_copy_send(mca_btl_ofi_module_t *module,
                                      struct mca_btl_base_endpoint_t *endpoint, const void *head,
-                                     size_t head_bytes, const void *data, size_t bytes)
+                                     size_t head_bytes, const void *data, size_t bytes,
+                                     mca_btl_ofi_op_t *waiting)
 {
     const size_t total = head_bytes + bytes;
     mca_btl_ofi_msg_out_t *out = OBJ_NEW(mca_btl_ofi_msg_out_t);
@@ -357,6 +378,7 @@ static int mca_btl_ofi_msg_copy_send(mca_btl_ofi_module_t *module,
         out->data = out->big;
     }
     out->endpoint = endpoint;
+    out->waiting = waiting;
     out->bytes = total;
     memcpy(out->data, head, head_bytes);
     if (bytes > 0) {
@@ -376,14 +398,23 @@ int mca_btl_ofi_msg_send(mca_btl_ofi_module_t *module, struct mca_btl_base_endpo
     if (bytes > MCA_BTL_OFI_MSG_SMALL) {
         return OPAL_ERR_BAD_PARAM;
     }
-    return mca_btl_ofi_msg_copy_send(module, endpoint, msg, bytes, NULL, 0);
+    return mca_btl_ofi_msg_copy_send(module, endpoint, msg, bytes, NULL, 0, NULL);
+}
+
+int mca_btl_ofi_msg_request(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoint_t *endpoint,
+                            const void *msg, size_t bytes, mca_btl_ofi_op_t *waiting)
+{
+    if (bytes > MCA_BTL_OFI_MSG_SMALL) {
+        return OPAL_ERR_BAD_PARAM;
+    }
+    return mca_btl_ofi_msg_copy_send(module, endpoint, msg, bytes, NULL, 0, waiting);
 }
 
 int mca_btl_ofi_msg_send_data(mca_btl_ofi_module_t *module,
                               struct mca_btl_base_endpoint_t *endpoint, const void *head,
                               size_t head_bytes, const void *data, size_t bytes)
 {
-    return mca_btl_ofi_msg_copy_send(module, endpoint, head, head_bytes, data, bytes);
+    return mca_btl_ofi_msg_copy_send(module, endpoint, head, head_bytes, data, bytes, NULL);
 }
 
 size_t mca_btl_ofi_msg_largest(const mca_btl_ofi_module_t *module)
@@ -404,8 +435,18 @@ static void mca_btl_ofi_msg_progress(mca_btl_ofi_module_t *module)
     OBJ_CONSTRUCT(&retry, opal_list_t);
     mca_btl_ofi_list_take(&retry, &msg->queued, &msg->lock);
     while (NULL != (item = opal_list_remove_first(&retry))) {
-        if (OPAL_ERR_OUT_OF_RESOURCE == mca_btl_ofi_msg_post(module, (mca_btl_ofi_msg_out_t *)item)) {
-            mca_btl_ofi_msg_queue(module, (mca_btl_ofi_msg_out_t *)item);
+        mca_btl_ofi_msg_out_t *out = (mca_btl_ofi_msg_out_t *)item;
+        mca_btl_ofi_op_t *waiting = out->waiting;
+        int rc = mca_btl_ofi_msg_post(module, out);
+
+        if (OPAL_ERR_OUT_OF_RESOURCE == rc) {
+            mca_btl_ofi_msg_queue(module, out);
+        } else if (OPAL_ERROR == rc && NULL != waiting) {
+            /* its sender was told it was queued; the post failed and out is gone */
+            opal_output_verbose(1, mca_btl_ofi_output,
+                                MCA_BTL_OFI_LOG "a queued request could not be sent: its "
+                                                "operation fails");
+            mca_btl_ofi_op_finish(module, waiting, OPAL_ERROR);
         }
     }
     OBJ_DESTRUCT(&retry);

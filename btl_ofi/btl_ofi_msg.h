@@ -93,6 +93,15 @@ int mca_btl_ofi_msg_send(mca_btl_ofi_module_t *module, struct mca_btl_base_endpo
                          const void *msg, size_t bytes);
 
 /**
+ * mca_btl_ofi_msg_send for a request whose answer op waits for: should the message be
+ * lost after this returned OPAL_SUCCESS (an error completion, or a queued post that
+ * fails), op is finished with OPAL_ERROR, so it never waits for an answer that cannot
+ * come. On a non-success return op is untouched (the caller releases it).
+ */
+int mca_btl_ofi_msg_request(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoint_t *endpoint,
+                            const void *msg, size_t bytes, mca_btl_ofi_op_t *waiting);
+
+/**
  * Send a message made of a head (its header filled by mca_btl_ofi_msg_header_init
  * for head_bytes + bytes) and data, both copied: the caller may reuse them at
  * once. For messages larger than MCA_BTL_OFI_MSG_SMALL (the data of a get
