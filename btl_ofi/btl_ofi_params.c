@@ -185,6 +185,15 @@ static int mca_btl_ofi_register_string(const mca_base_component_t *component, co
                                            MCA_BASE_VAR_SCOPE_READONLY, storage);
 }
 
+/* A boolean parameter with its default, at an ompi_info level. */
+static void mca_btl_ofi_register_bool(const mca_base_component_t *component, const char *name,
+                                      const char *help, int level, bool value, bool *storage)
+{
+    *storage = value;
+    (void)mca_base_component_var_register(component, name, help, MCA_BASE_VAR_TYPE_BOOL, NULL, 0,
+                                          0, level, MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
 /* "auto, delivery, read_proof, local": the valid values of a choice (caller frees). */
 static char *mca_btl_ofi_choice_names(const mca_base_var_enum_value_t *values)
 {
@@ -292,14 +301,12 @@ void mca_btl_ofi_params_register(const mca_base_component_t *component)
                                 "Comma-separated libfabric domains or fabrics never to use, as "
                                 "for btl_ofi_domain_include (\"lo,eth0\")",
                                 &mca_btl_ofi_params.domain_exclude);
-    mca_btl_ofi_params.domain_spread = true;
-    (void)mca_base_component_var_register(
+    mca_btl_ofi_register_bool(
         component, "domain_spread",
         "When the chosen provider offers several domains on one fabric (several NICs), each "
         "process takes one of them by its local rank, so the processes of a node share them "
         "out; false: every process takes the first",
-        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
-        &mca_btl_ofi_params.domain_spread);
+        OPAL_INFO_LVL_4, true, &mca_btl_ofi_params.domain_spread);
     mca_btl_ofi_params.domain_selected = "";
     (void)mca_base_component_var_register(
         component, "domain_selected",
@@ -323,22 +330,18 @@ void mca_btl_ofi_params_register(const mca_base_component_t *component)
 
     mca_btl_ofi_register_int_params(component);
 
-    mca_btl_ofi_params.force_atomic_emulation = false;
-    (void)mca_base_component_var_register(
+    mca_btl_ofi_register_bool(
         component, "force_atomic_emulation",
         "Debug: serve every atomic except compare-and-swap through a compare-and-swap loop, "
         "as for ops the provider lacks",
-        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
-        &mca_btl_ofi_params.force_atomic_emulation);
+        OPAL_INFO_LVL_9, false, &mca_btl_ofi_params.force_atomic_emulation);
 
-    mca_btl_ofi_params.proof_trusts_order = false;
-    (void)mca_base_component_var_register(
+    mca_btl_ofi_register_bool(
         component, "proof_trusts_order",
         "Debug, breaks MPI semantics: in read_proof completion, take a provider that does not "
         "grant read-after-write ordering, so a proof read may overtake the writes it should "
         "prove (the negative control of the reordering tests)",
-        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
-        &mca_btl_ofi_params.proof_trusts_order);
+        OPAL_INFO_LVL_9, false, &mca_btl_ofi_params.proof_trusts_order);
 
     mca_btl_ofi_params.atomics_text = "auto";
     (void)mca_base_component_var_register(

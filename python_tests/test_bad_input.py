@@ -478,3 +478,43 @@ def test_domain_lists(nranks, tmp_path, mpi_env_file, component):
         _run_and_judge(tmp_path / f"case{i}", nranks, expected.replace("{available}", available),
                        f"{ours} on {DOMAIN_PROVIDER}", component, ours=ours,
                        provider=DOMAIN_PROVIDER)
+
+
+# ---- Settings a NIC profile cannot serve (issue 25 item 3) -------------------------------
+
+@pytest.mark.parametrize("profile", list(matrix.STRICT_PROFILES))
+def test_profile_mr_mode_declined(profile, tmp_path, mpi_env_file, component):
+    """btl_<c>_mr_mode=none forbids every MR mode bit: a profile whose NIC demands some
+    (verbs-like, efa-like, cxi-like) is declined with what it needs, word for word, and
+    Open MPI carries on; one that demands none (psm3-like) is served, exact."""
+    bits, _ = matrix.STRICT_PROFILES[profile]
+    provider = "tcp;ofi_rxm;ofi_strictmr"
+    env = matrix.profile_env(profile, tmp_path / "strictmr.jsonl")
+    if not bits:
+        launch = launcher.run_mpi(2, {"checks": PLAN}, 90, provider=provider, workdir=tmp_path,
+                                  ours={"mr_mode": "none"}, env_overrides=env)
+        group = matrix.Group(provider, "default", 2, "base")
+        failed = outcome.launch_failure(launch, f"profile {profile}, mr_mode=none")
+        assert failed is None, failed.message
+        wrong = [r for r in outcome.records(launch, "check") if r["errors"]]
+        assert not wrong and len(outcome.records(launch, "check")) == len(PLAN), wrong
+        assert outcome.proof_of_path(launch, group)[0], "mr_mode=none: not carried by btl-ofi"
+        return
+    needs = "|".join(fabric.mr_names_ordered(fabric.mr_mask(bits)))
+    expected = MR_DECLINED.replace("{provider}", provider).replace("{needs}", needs) \
+        .replace("local|virt_addr|allocated|prov_key|endpoint\n  Served", "none\n  Served")
+    _run_and_judge(tmp_path, 2, expected, f"profile {profile}, mr_mode=none", component,
+                   ours={"mr_mode": "none"}, provider=provider, env_overrides=env)
+
+
+def test_profile_without_delivery_complete(tmp_path, mpi_env_file, component):
+    """verbs-like completes at transmit only: btl_<c>_completion=delivery leaves no
+    provider, and the message names the setting."""
+    provider = "tcp;ofi_rxm;ofi_strictmr"
+    env = matrix.profile_env("verbs-like", tmp_path / "strictmr.jsonl")
+    expected = NO_PROVIDER.replace("btl_{c}_provider_include = (all)",
+                                   f"btl_{{c}}_provider_include = {provider}") \
+        .replace("{exclude}", "(none)").replace("completion = auto", "completion = delivery") \
+        .replace("{fi_provider}", "(not set)")
+    _run_and_judge(tmp_path, 2, expected, "verbs-like, completion=delivery", component,
+                   ours={"completion": "delivery"}, provider=provider, env_overrides=env)

@@ -123,3 +123,32 @@ def test_spread_over_nics_of_one_fabric(two_nics, tmp_path):
         f"3 ranks over {order}: took {taken} (expected local rank r on domain r mod 2)"
     taken = _run(tmp_path / "first", nranks=3, netns=two_nics, ours={"domain_spread": "0"})
     assert [d for d, _ in taken] == [order[0]] * 3, f"domain_spread=0: took {taken}"
+
+
+def test_nic_down_at_start(two_nics, tmp_path):
+    """An interface that is down when the job starts is not listed by libfabric (tcp
+    leaves out interfaces that are not up and running), so the processes share out
+    the NICs that are: 3 ranks all take nic0. Named in domain_include, the down one
+    is refused with the domains there are (and the message says that a down
+    interface is not listed); Open MPI carries on without btl-ofi."""
+    subprocess.run(["ip", "-n", two_nics, "link", "set", "nic1", "down"], check=True,
+                   capture_output=True, timeout=30)
+    listed = fabric.fi_domains(PROVIDER, netns=two_nics)
+    assert "nic1" not in {d for d, _ in listed}, f"nic1 is down but listed: {listed}"
+    taken = _run(tmp_path / "spread", nranks=3, netns=two_nics)
+    assert [d for d, _ in taken] == ["nic0"] * 3, f"nic1 down: took {taken}"
+
+    import test_bad_input  # the message texts and the judge of bad input
+
+    grouped = {}
+    for domain, fab in listed:
+        grouped.setdefault(domain, []).append(fab)
+    available = ", ".join(f"{d} ({', '.join(f)})" for d, f in grouped.items())
+    expected = test_bad_input.DOMAIN_NOT_FOUND.replace("{unknown}", "nic1") \
+        .replace("{available}", available).replace("{c}", launcher.component_name()) \
+        .replace("{processes}", test_bad_input._processes(2))
+    launch = launcher.run_mpi(2, {"checks": test_bad_input.PLAN}, 90, provider=PROVIDER,
+                              workdir=tmp_path / "named", ours={"domain_include": "nic1"},
+                              netns=two_nics)
+    outcome.judge_bad_input(launch, expected, "domain_include=nic1 (down)",
+                            len(test_bad_input.PLAN)).apply()
