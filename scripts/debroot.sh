@@ -15,9 +15,11 @@
 #   PURPOSE  test (the default): a root with Debian's Open MPI, libfabric and
 #            python3 packages, for setup.sh and test.sh; pkg: debootstrap's
 #            minimal base and nothing else, a clean system to install btl-ofi's
-#            Debian package on
+#            Debian package on; build: Open MPI, libfabric and what a release
+#            tarball's build needs (a compiler, make, pkg-config, dpkg-dev),
+#            nothing of the repository's own tools
 #   DIR      where the root lives (default /var/cache/btl-ofi/debroot-SUITE,
-#            or debroot-SUITE-pkg for --purpose pkg)
+#            or debroot-SUITE-PURPOSE for another purpose than test)
 #
 # create   debootstrap --variant=minbase from the Debian mirror this machine's
 #          apt already uses (read from its sources), then Debian's Open MPI,
@@ -64,7 +66,7 @@ ACTION=${1:-}
 
 die() { echo "debroot: $*" >&2; exit 2; }
 case "$PURPOSE/$SUITE" in
-test/trixie | test/sid | pkg/bookworm | pkg/trixie | pkg/sid) ;;
+test/trixie | test/sid | pkg/* | build/*) ;;
 *) die "unknown suite '$SUITE' for --purpose $PURPOSE (trixie or sid; bookworm with --purpose pkg)" ;;
 esac
 if [ -z "$ROOT" ]; then
@@ -80,6 +82,10 @@ PACKAGES="ca-certificates openmpi-bin libopenmpi-dev libfabric-dev libfabric-bin
 python3-mpi4py python3-numpy python3-pytest python3-cffi"
 # A clean system for a package to be installed on: nothing beyond the base.
 [ "$PURPOSE" = pkg ] && PACKAGES=
+# A user's build of the release tarball (and of the Debian package).
+[ "$PURPOSE" = build ] && PACKAGES="ca-certificates openmpi-bin libopenmpi-dev libfabric-dev
+libfabric-bin libpmix-dev libhwloc-dev libevent-dev gcc libc6-dev make pkg-config dpkg-dev
+debhelper"
 STAMP_FILE=etc/btl-ofi-debroot
 STAMP="suite=$SUITE packages=$(echo $PACKAGES)"
 LOCK=/tmp/btl-ofi-mpi.lock
