@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # btl-ofi: build the Debian binary package from a release tarball.
 #
-#   packaging/build-deb.sh TARBALL [OUTDIR]
+#   packaging/build-deb.sh [--install-deps] TARBALL [OUTDIR]
 #
+# --install-deps  first install (as root) the Build-Depends (apt-get build-dep
+#                 on the unpacked tree), dpkg-dev and lintian
 # TARBALL  btl-ofi-VERSION.tar.gz (make dist)
 # OUTDIR   where the .deb, .buildinfo and .changes go, and lintian's report
 #          (lintian.txt); default: the current directory
@@ -11,10 +13,12 @@
 # .orig.tar.gz, packaging/debian/ becomes debian/ of the unpacked tree (NOTES.txt
 # section 14). Needs dpkg-dev, debhelper and the Build-Depends of
 # packaging/debian/control (dpkg-buildpackage names any that are missing);
-# not root. Exit status: dpkg-buildpackage's, or 1 when lintian reports an
+# not root, unless --install-deps. Exit status: dpkg-buildpackage's, or 1 when lintian reports an
 # error.
 set -euo pipefail
 die() { echo "build-deb: $*" >&2; exit 2; }
+install_deps=no
+if [ "${1:-}" = --install-deps ]; then install_deps=yes; shift; fi
 [ $# -ge 1 ] || die "usage: build-deb.sh TARBALL [OUTDIR]"
 tarball=$(readlink -f "$1")
 outdir=$(mkdir -p "${2:-.}" && cd "${2:-.}" && pwd)
@@ -32,6 +36,12 @@ src=$work/btl-ofi-$version
 cp -r "$src/packaging/debian" "$src/debian"
 chmod +x "$src/debian/rules"
 
+if [ "$install_deps" = yes ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -qq --no-install-recommends dpkg-dev lintian >/dev/null ||
+        die "apt-get install dpkg-dev lintian failed"
+    apt-get build-dep -y -qq "$src" >/dev/null || die "apt-get build-dep failed"
+fi
 deb_version=$(cd "$src" && dpkg-parsechangelog -S Version)
 [ "${deb_version%-*}" = "$version" ] ||
     die "debian/changelog is at $deb_version, the tarball at $version"
