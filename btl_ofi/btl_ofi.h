@@ -36,10 +36,14 @@
 BEGIN_C_DECLS
 
 /* The project's own version: ompi_info shows it, so a user can tell this
- * component from the btl/ofi that Open MPI ships. */
+ * component from the btl/ofi that Open MPI ships. The standalone build passes
+ * AC_INIT's (configure.ac); these are for the in-tree build, and `make dist`
+ * checks that they agree with it. */
+#ifndef MCA_BTL_OFI_MAJOR_VERSION
 #define MCA_BTL_OFI_MAJOR_VERSION 0
 #define MCA_BTL_OFI_MINOR_VERSION 1
 #define MCA_BTL_OFI_RELEASE_VERSION 0
+#endif
 
 /*
  * The component's name: "ofi" where it replaces Open MPI's own btl/ofi (an

@@ -7,10 +7,19 @@
 #   scripts/debroot.sh [--suite SUITE] [--root DIR] shell
 #   scripts/debroot.sh [--suite SUITE] [--root DIR] info
 #   scripts/debroot.sh [--suite SUITE] [--root DIR] remove
+#   scripts/debroot.sh --purpose pkg [--suite SUITE] [--copy-in FILE]... scratch CMD [ARG...]
 #
-#   SUITE  trixie (Debian 13: Open MPI 5.0.x, libfabric 2.x; the default) or
-#          sid (Debian unstable: Open MPI 6.0 release candidates)
-#   DIR    where the root lives (default /var/cache/btl-ofi/debroot-SUITE)
+#   SUITE    trixie (Debian 13: Open MPI 5.0.x, libfabric 2.x; the default),
+#            sid (Debian unstable: Open MPI 6.0 release candidates) or
+#            bookworm (Debian 12; with --purpose pkg)
+#   PURPOSE  test (the default): a root with Debian's Open MPI, libfabric and
+#            python3 packages, for setup.sh and test.sh; pkg: debootstrap's
+#            minimal base and nothing else, a clean system to install btl-ofi's
+#            Debian package on; build: Open MPI, libfabric and what a release
+#            tarball's build needs (a compiler, make, pkg-config, dpkg-dev),
+#            nothing of the repository's own tools
+#   DIR      where the root lives (default /var/cache/btl-ofi/debroot-SUITE,
+#            or debroot-SUITE-PURPOSE for another purpose than test)
 #
 # create   debootstrap --variant=minbase from the Debian mirror this machine's
 #          apt already uses (read from its sources), then Debian's Open MPI,
@@ -24,6 +33,10 @@
 #          the host's MPI lock file) exist only in a mount namespace of its
 #          own, so they vanish with it whichever way it ends.
 # shell    the same, an interactive shell
+# scratch  create if needed, copy each --copy-in FILE to /tmp/in/ of a throwaway
+#          copy of the root (an overlay: the cached root is never changed) and
+#          run CMD there as root, in /tmp/in (the checkout is not copied: the
+#          system stays as a user's would be)
 # info     the Debian, Open MPI and libfabric versions in the root
 # remove   delete the root (refused while anything is mounted below it)
 #
@@ -36,10 +49,14 @@ REPO=$(cd "$HERE/.." && pwd)
 
 SUITE=trixie
 ROOT=
+PURPOSE=test
+COPY_IN=()
 while [ $# -gt 0 ]; do
     case "$1" in
     --suite) SUITE=$2; shift 2 ;;
     --root) ROOT=$2; shift 2 ;;
+    --purpose) PURPOSE=$2; shift 2 ;;
+    --copy-in) COPY_IN+=("$(readlink -f "$2")"); shift 2 ;;
     -h | --help) sed -n '2,/^set /{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) break ;;
     esac
@@ -48,8 +65,14 @@ ACTION=${1:-}
 [ $# -gt 0 ] && shift
 
 die() { echo "debroot: $*" >&2; exit 2; }
-case "$SUITE" in trixie | sid) ;; *) die "unknown suite '$SUITE' (trixie or sid)" ;; esac
-[ -n "$ROOT" ] || ROOT=/var/cache/btl-ofi/debroot-$SUITE
+case "$PURPOSE/$SUITE" in
+test/trixie | test/sid | pkg/* | build/*) ;;
+*) die "unknown suite '$SUITE' for --purpose $PURPOSE (trixie or sid; bookworm with --purpose pkg)" ;;
+esac
+if [ -z "$ROOT" ]; then
+    ROOT=/var/cache/btl-ofi/debroot-$SUITE
+    [ "$PURPOSE" = test ] || ROOT=$ROOT-$PURPOSE
+fi
 [ "$(id -u)" = 0 ] || die "needs root (debootstrap, chroot, mounts)"
 
 # What the root holds besides debootstrap's minimal base; setup.sh inside adds
@@ -57,6 +80,12 @@ case "$SUITE" in trixie | sid) ;; *) die "unknown suite '$SUITE' (trixie or sid)
 # sysctl): the network namespaces of compare.py --net and check-multihost.sh.
 PACKAGES="ca-certificates openmpi-bin libopenmpi-dev libfabric-dev libfabric-bin iproute2 procps
 python3-mpi4py python3-numpy python3-pytest python3-cffi"
+# A clean system for a package to be installed on: nothing beyond the base.
+[ "$PURPOSE" = pkg ] && PACKAGES=
+# A user's build of the release tarball (and of the Debian package).
+[ "$PURPOSE" = build ] && PACKAGES="ca-certificates openmpi-bin libopenmpi-dev libfabric-dev
+libfabric-bin libpmix-dev libhwloc-dev libevent-dev gcc libc6-dev make pkg-config dpkg-dev
+debhelper"
 STAMP_FILE=etc/btl-ofi-debroot
 STAMP="suite=$SUITE packages=$(echo $PACKAGES)"
 LOCK=/tmp/btl-ofi-mpi.lock
@@ -83,14 +112,27 @@ delete_root() {
     rm -rf --one-file-system "$dir" || die "could not delete $dir"
 }
 
-# in_root DIR CMD...: CMD inside DIR, in a private mount namespace.
+# in_root DIR CMD...: CMD inside DIR, in a private mount namespace. With
+# SCRATCH=DIR2 (an empty directory), CMD sees an overlay of DIR whose changes
+# go to DIR2, and the files of COPY_IN are copied to its /tmp/in first.
+SCRATCH=
 in_root() {
     local dir=$1
     shift
     touch "$LOCK"
     unshare --mount --propagation private -- /bin/bash -c '
         set -e
-        r=$1 lock=$2 workdir=$3; shift 3
+        r=$1 lock=$2 workdir=$3 scratch=$4 copy_in=$5; shift 5
+        if [ -n "$scratch" ]; then
+            mkdir -p "$scratch/upper" "$scratch/work" "$scratch/merged"
+            mount -t overlay overlay \
+                -o "lowerdir=$r,upperdir=$scratch/upper,workdir=$scratch/work" "$scratch/merged"
+            r=$scratch/merged
+            if [ -n "$copy_in" ]; then
+                mkdir -p "$r/tmp/in"
+                printf "%s\n" "$copy_in" | while IFS= read -r f; do cp -r "$f" "$r/tmp/in/"; done
+            fi
+        fi
         # the root a mount point of its own: `ip netns exec` (compare.py --net) needs
         # "/" to be one to make it a slave
         mount --bind "$r" "$r"
@@ -104,7 +146,7 @@ in_root() {
             PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
             CI="${CI:-}" PYTEST_ADDOPTS="${PYTEST_ADDOPTS:-}" \
             /bin/sh -c "cd \"$workdir\" 2>/dev/null || cd /; exec \"\$@\"" sh "$@"
-    ' debroot "$dir" "$LOCK" "$WORKDIR" "$@"
+    ' debroot "$dir" "$LOCK" "$WORKDIR" "$SCRATCH" "$(printf '%s\n' "${COPY_IN[@]}")" "$@"
 }
 
 create() {
@@ -126,11 +168,13 @@ create() {
         # dated snapshot (as this machine's may be) serves an expired one
         echo 'Acquire::Check-Valid-Until "false";' >"$partial/etc/apt/apt.conf.d/99btl-ofi-snapshot"
     fi
-    echo "debroot: apt-get install $(echo $PACKAGES)"
-    # shellcheck disable=SC2086
-    in_root "$partial" /bin/sh -c "export DEBIAN_FRONTEND=noninteractive; apt-get update -qq &&
-        apt-get install -y -qq --no-install-recommends $(echo $PACKAGES) >/dev/null" ||
-        die "apt-get install in the $SUITE root failed"
+    if [ -n "$PACKAGES" ]; then
+        echo "debroot: apt-get install $(echo $PACKAGES)"
+        # shellcheck disable=SC2086
+        in_root "$partial" /bin/sh -c "export DEBIAN_FRONTEND=noninteractive; apt-get update -qq &&
+            apt-get install -y -qq --no-install-recommends $(echo $PACKAGES) >/dev/null" ||
+            die "apt-get install in the $SUITE root failed"
+    fi
     echo "$STAMP" >"$partial/$STAMP_FILE"
     mv "$partial" "$ROOT" && rm -f "$partial.log" || die "cannot move $partial to $ROOT"
 }
@@ -157,6 +201,17 @@ run)
     in_root "$ROOT" "$@"
     exit $?
     ;;
+scratch)
+    [ $# -gt 0 ] || die "scratch needs a command"
+    create
+    WORKDIR=/tmp/in
+    SCRATCH=$(mktemp -d /var/cache/btl-ofi/scratch.XXXXXX) || die "cannot make a scratch directory"
+    rc=0
+    in_root "$ROOT" "$@" || rc=$?
+    # the overlay was mounted in in_root's namespace only: gone with it
+    delete_root "$SCRATCH"
+    exit $rc
+    ;;
 shell)
     create
     sync_checkout
@@ -168,5 +223,5 @@ info)
         ompi_info --version | head -n1; fi_info --version | head -n1'
     ;;
 remove) delete_root "$ROOT" ;;
-*) die "usage: debroot.sh [--suite trixie|sid] [--root DIR] create|run CMD...|shell|info|remove" ;;
+*) die "usage: debroot.sh [--suite SUITE] [--purpose test|pkg] [--root DIR] [--copy-in FILE]... create|run CMD...|scratch CMD...|shell|info|remove" ;;
 esac
