@@ -80,7 +80,7 @@ static void mca_btl_ofi_drain_bounded(mca_btl_ofi_module_t *module)
     const double deadline = mca_btl_ofi_now() + MCA_BTL_OFI_DRAIN_SECONDS;
 
     while (atomic_load(&module->outstanding) > 0 && mca_btl_ofi_now() < deadline) {
-        (void)mca_btl_ofi_progress_module(module);
+        (void)mca_btl_ofi_progress_wait(module);
     }
     if (atomic_load(&module->outstanding) > 0) {
         opal_output_verbose(1, mca_btl_ofi_output,

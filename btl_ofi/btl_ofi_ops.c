@@ -6,7 +6,10 @@
 
 #include "btl_ofi_ops.h"
 
+#include <sched.h>
 #include <string.h>
+
+#include "opal/runtime/opal_progress.h"
 
 #include "btl_ofi_rcache.h"
 #include "btl_ofi_report.h"
@@ -232,6 +235,16 @@ int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module)
                             fi_strerror((int)-count));
     }
     return 0;
+}
+
+int mca_btl_ofi_progress_wait(mca_btl_ofi_module_t *module)
+{
+    int events = mca_btl_ofi_progress_module(module);
+
+    if (0 == events && opal_progress_yield_when_idle) {
+        sched_yield();
+    }
+    return events;
 }
 
 /* ---- the words and local descriptors of an operation -------------------- */

@@ -198,6 +198,17 @@ static inline void mca_btl_ofi_list_take(opal_list_t *dst, opal_list_t *src, opa
 int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module);
 
 /**
+ * One pass of progress for a caller that waits inside btl-ofi (flush, a post
+ * that met -FI_EAGAIN, finalize's drain): as opal_progress does, a pass that
+ * found nothing yields the CPU when Open MPI asks for it (mpi_yield_when_idle,
+ * on by default when the node is oversubscribed). On shm an operation
+ * completes only when its target progresses, and an oversubscribed target
+ * gets the CPU only when the waiters give it up (osc_harness/PERFORMANCE.md,
+ * window rounds). @return what mca_btl_ofi_progress_module returned
+ */
+int mca_btl_ofi_progress_wait(mca_btl_ofi_module_t *module);
+
+/**
  * Park an operation whose next post met -FI_EAGAIN inside progress; the next
  * progress call runs repost(module, op).
  */

@@ -250,7 +250,7 @@ static void mca_btl_ofi_put_part_done(mca_btl_ofi_module_t *module, mca_btl_ofi_
 static void mca_btl_ofi_drain(mca_btl_ofi_module_t *module)
 {
     while (atomic_load(&module->outstanding) > 0) {
-        (void)mca_btl_ofi_progress_module(module);
+        (void)mca_btl_ofi_progress_wait(module);
     }
 }
 
@@ -276,7 +276,7 @@ static int mca_btl_ofi_post_proof(mca_btl_ofi_module_t *module,
                              endpoint->peer_addr, mca_btl_ofi_proof_addr(module, endpoint),
                              endpoint->proof_handle.key, FI_UINT64, FI_ATOMIC_READ,
                              &atomic_op->fi_ctx);
-    } while (-FI_EAGAIN == rc && mca_btl_ofi_progress_module(module) >= 0);
+    } while (-FI_EAGAIN == rc && mca_btl_ofi_progress_wait(module) >= 0);
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_PROOF_READS, 1);
     return mca_btl_ofi_post_result(module, atomic_op, rc, "fi_fetch_atomic (proof)");
 }
