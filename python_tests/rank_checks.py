@@ -693,9 +693,11 @@ from rank_linked_list import LINKED_LIST_CHECKS  # noqa: E402
 from rank_rcache import RCACHE_CHECKS  # noqa: E402
 from rank_reglimit import REGLIMIT_CHECKS  # noqa: E402
 from rank_domain import DOMAIN_CHECKS  # noqa: E402
+from rank_many_windows import MANY_WINDOWS_CHECKS  # noqa: E402
 
 CHECKS.update(ATTACH_CHECKS)
 CHECKS.update(LINKED_LIST_CHECKS)
 CHECKS.update(RCACHE_CHECKS)
 CHECKS.update(REGLIMIT_CHECKS)
 CHECKS.update(DOMAIN_CHECKS)
+CHECKS.update(MANY_WINDOWS_CHECKS)
