@@ -222,5 +222,13 @@ static int mca_btl_ofi_component_progress(void)
     if (NULL == module || !module->initialized) {
         return 0;
     }
+    /* Nothing of ours in flight and no memory a peer may reach (no window): nothing can
+     * complete, and no peer can need this process's progress (NOTES.txt 4). Open MPI calls
+     * this on every progress pass of every program, one-sided or not. */
+    if (0 == atomic_load_explicit(&module->outstanding, memory_order_relaxed) &&
+        0 == atomic_load_explicit(&module->remote_regs, memory_order_relaxed) &&
+        opal_list_is_empty(&module->deferred)) {
+        return 0;
+    }
     return mca_btl_ofi_progress_module(module);
 }

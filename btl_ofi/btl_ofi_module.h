@@ -58,6 +58,9 @@ struct mca_btl_ofi_module_t {
 
     /** operations posted and not yet completed */
     atomic_int_fast64_t outstanding;
+    /** live registrations peers may reach (windows, osc/rdma's state and fragments): while
+     *  none, Open MPI's progress loop does not read the CQ */
+    atomic_int_fast64_t remote_regs;
     /** the CQ's size as asked (0: the provider's choice) and how many operations may be
      * outstanding beside the posted receives so that their completions always fit in it
      * (0: no bound) */

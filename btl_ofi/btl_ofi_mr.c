@@ -26,6 +26,7 @@ static void mca_btl_ofi_reg_construct(mca_btl_ofi_reg_t *reg)
     reg->desc = NULL;
     memset(&reg->handle, 0, sizeof(reg->handle));
     reg->cached = false;
+    reg->remote = false;
     reg->gone = false;
     reg->users = 0;
 }
@@ -192,6 +193,10 @@ mca_btl_ofi_register_mem(struct mca_btl_base_module_t *btl,
         mca_btl_ofi_reg_failed(module, size);
         return NULL;
     }
+    reg->remote = 0 != (flags & MCA_BTL_OFI_REG_FLAGS_REMOTE);
+    if (reg->remote) {
+        atomic_fetch_add(&module->remote_regs, 1);
+    }
     OPAL_THREAD_LOCK(&module->reg_lock);
     opal_list_append(&module->live_regs, &reg->super);
     if (NULL != reg->mr) {
@@ -225,6 +230,9 @@ int mca_btl_ofi_deregister_mem(struct mca_btl_base_module_t *btl,
         return OPAL_SUCCESS;
     }
 
+    if (reg->remote) {
+        atomic_fetch_sub(&module->remote_regs, 1);
+    }
     OPAL_THREAD_LOCK(&module->reg_lock);
     opal_list_remove_item(&module->live_regs, &reg->super);
     if (NULL != reg->mr) {

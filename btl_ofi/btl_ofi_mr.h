@@ -34,6 +34,7 @@ typedef struct mca_btl_ofi_reg_t {
     struct fid_mr *mr; /**< NULL for an empty (zero-length) registration */
     void *desc;
     mca_btl_base_registration_handle_t handle;
+    bool remote; /**< registered for peers' access (counted in module->remote_regs) */
     /* the registration cache's (btl_ofi_rcache.c), under its lock */
     bool cached;    /**< made by the cache: release it with mca_btl_ofi_rcache_put */
     bool gone;      /**< its memory was unmapped: closed with its last user */

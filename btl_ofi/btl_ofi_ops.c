@@ -217,6 +217,7 @@ int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module)
         module->co_progress(module);
     }
 
+    mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_POLLS, 1);
     count = fi_cq_read(module->cq, entries, (size_t)mca_btl_ofi_params.progress_batch);
     if (count > 0) {
         mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_ENTRIES, (uint64_t)count);

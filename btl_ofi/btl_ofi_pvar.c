@@ -113,6 +113,12 @@ static const struct {
                                               "NIC's limit on live registrations, or locked "
                                               "memory); see the register-failed message",
                                               MCA_BASE_PVAR_CLASS_COUNTER},
+    [MCA_BTL_OFI_CNT_CQ_POLLS] = {"cq_polls",
+                                  "Reads of the completion queue. Open MPI's progress loop reads "
+                                  "it only while an operation is outstanding or memory is "
+                                  "registered for peers (a window): programs without one-sided "
+                                  "communication pay nothing",
+                                  MCA_BASE_PVAR_CLASS_COUNTER},
     [MCA_BTL_OFI_CNT_REFUSED] = {"refused_count",
                                  "Operations refused for a missing endpoint or registration handle "
                                  "or an address outside the registration",

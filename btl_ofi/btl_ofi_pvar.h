@@ -45,6 +45,7 @@ enum mca_btl_ofi_counter_id_t {
     MCA_BTL_OFI_CNT_GETS_AS_MESSAGES,    /**< origin: gets sent as messages */
     MCA_BTL_OFI_CNT_MESSAGES_APPLIED,    /**< target: atomic and get messages applied */
     MCA_BTL_OFI_CNT_REGISTRATIONS_FAILED, /**< fi_mr_reg calls the provider refused */
+    MCA_BTL_OFI_CNT_CQ_POLLS, /**< fi_cq_read calls (progress passes that read the CQ) */
     MCA_BTL_OFI_CNT_MAX,
 };
 

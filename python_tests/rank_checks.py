@@ -694,6 +694,7 @@ from rank_rcache import RCACHE_CHECKS  # noqa: E402
 from rank_reglimit import REGLIMIT_CHECKS  # noqa: E402
 from rank_domain import DOMAIN_CHECKS  # noqa: E402
 from rank_many_windows import MANY_WINDOWS_CHECKS  # noqa: E402
+from rank_idle import IDLE_CHECKS  # noqa: E402
 
 CHECKS.update(ATTACH_CHECKS)
 CHECKS.update(LINKED_LIST_CHECKS)
@@ -701,3 +702,4 @@ CHECKS.update(RCACHE_CHECKS)
 CHECKS.update(REGLIMIT_CHECKS)
 CHECKS.update(DOMAIN_CHECKS)
 CHECKS.update(MANY_WINDOWS_CHECKS)
+CHECKS.update(IDLE_CHECKS)
