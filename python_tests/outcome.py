@@ -463,3 +463,32 @@ def providers_declining_mr():
     """Providers whose every fi_info asks for an MR mode btl-ofi declines."""
     return {p.name: p.declined_bits for p in fabric.rdm_rma_atomic_providers()
             if p.declined_bits}
+
+
+def run_one_check(provider, check, timeout, workdir, nranks=2, launches=None, **kw):
+    """One launch of one rank-side check on provider (the default MR path), judged as a
+    conformance group (ran to the end, carried by btl-ofi) and with no check error;
+    returns the Launch. launches (the conftest fixture): skip a provider btl-ofi declines
+    here. kw: as launcher.run_mpi (ours, netns, env_overrides, ...)."""
+    if launches is not None:
+        state, reason = launches.provider_status(provider)
+        if state == "declined":
+            pytest.skip(f"btl-ofi does not serve {provider}: {reason}")
+    launch = launcher.run_mpi(nranks, {"checks": [check]}, timeout, provider=provider,
+                              workdir=workdir, **kw)
+    group = matrix.Group(provider, "default", nranks, "base", matrix.negotiated_label(provider))
+    judge_group(launch, group, [check["id"]]).apply()
+    rec = {r["id"]: r for r in records(launch, "check")}[check["id"]]
+    assert not rec["errors"], "\n".join(rec["errors"]) + f"\n  {launch.command_line()}"
+    return launch
+
+
+def rank_lines(launch, tag, check_id, nranks=2):
+    """{rank: json} from the ranks' "<TAG> <check_id> rank <r>: {json}" lines on stderr
+    (decoded from where each starts: two ranks' lines can run together); every rank's."""
+    found, decoder = {}, json.JSONDecoder()
+    for m in re.finditer(rf"{tag} {re.escape(check_id)} rank (\d+): ", launch.stderr):
+        found[int(m.group(1))] = decoder.raw_decode(launch.stderr, m.end())[0]
+    assert sorted(found) == list(range(nranks)), \
+        f"{tag} lines of ranks {sorted(found)}, expected {nranks}\n  {launch.command_line()}"
+    return found

@@ -10,34 +10,18 @@ an idle btl-ofi read tcp;ofi_rxm's queue on every pass: 8-byte ping-pong
 latency 6.8x (osc_harness/PERFORMANCE.md).
 """
 
-import json
-import re
-
 import pytest
 
-import launcher
-import matrix
 import outcome
 
 PINGPONGS = 2000
 CHECK = {"kind": "idle", "id": "idle", "pingpongs": PINGPONGS}
-LINE = re.compile(r"IDLE idle rank (\d+): ")
 
 
 @pytest.mark.parametrize("provider", ["shm", "tcp;ofi_rxm"])
 def test_no_window_no_polling(provider, launches, tmp_path):
-    state, reason = launches.provider_status(provider)
-    if state == "declined":
-        pytest.skip(f"btl-ofi does not serve {provider}: {reason}")
-    launch = launcher.run_mpi(2, {"checks": [CHECK]}, 300, provider=provider, workdir=tmp_path)
-    group = matrix.Group(provider, "default", 2, "base", matrix.negotiated_label(provider))
-    outcome.judge_group(launch, group, [CHECK["id"]]).apply()
-    rec = {r["id"]: r for r in outcome.records(launch, "check")}[CHECK["id"]]
-    assert not rec["errors"], "\n".join(rec["errors"])
-    decoder = json.JSONDecoder()
-    lines = {int(m.group(1)): decoder.raw_decode(launch.stderr, m.end())[0]
-             for m in LINE.finditer(launch.stderr)}
-    assert sorted(lines) == [0, 1], f"IDLE lines of ranks {sorted(lines)}"
+    launch = outcome.run_one_check(provider, CHECK, 300, tmp_path, launches=launches)
+    lines = outcome.rank_lines(launch, "IDLE", CHECK["id"])
     problems = []
     for rank, p in sorted(lines.items()):
         for phase in ("before", "after"):
