@@ -578,25 +578,31 @@ static char *mca_btl_ofi_domain_names(const mca_btl_ofi_filter_t *filter, const 
     return text;
 }
 
+/* Does one entry of list, let through by the provider lists, have a domain or fabric that
+ * item names? */
+static bool mca_btl_ofi_domain_in(const mca_btl_ofi_filter_t *filter, const struct fi_info *list,
+                                  char *item)
+{
+    char *one[2] = {item, NULL};
+
+    for (const struct fi_info *cur = list; cur; cur = cur->next) {
+        if (mca_btl_ofi_provider_wanted(filter, cur) && mca_btl_ofi_domain_listed(one, cur)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Every domain_include item must name a domain or fabric of a provider left by the provider
  * lists (among those with what btl-ofi needs, all and msgs); else decline, listing them. */
 static bool mca_btl_ofi_check_domains(const mca_btl_ofi_filter_t *filter, const struct fi_info *all,
                                       const struct fi_info *msgs)
 {
     for (int i = 0; filter->domain_include && filter->domain_include[i]; ++i) {
-        char *one[2] = {filter->domain_include[i], NULL}, *names, param[64];
-        bool found = false;
+        char *names, param[64];
 
-        for (const struct fi_info *list = all; list; list = (list == all) ? msgs : NULL) {
-            for (const struct fi_info *cur = list; cur && !found; cur = cur->next) {
-                found = mca_btl_ofi_provider_wanted(filter, cur) &&
-                        mca_btl_ofi_domain_listed(one, cur);
-            }
-            if (list == msgs) {
-                break;
-            }
-        }
-        if (found) {
+        if (mca_btl_ofi_domain_in(filter, all, filter->domain_include[i]) ||
+            mca_btl_ofi_domain_in(filter, msgs, filter->domain_include[i])) {
             continue;
         }
         names = mca_btl_ofi_domain_names(filter, all);
@@ -689,9 +695,10 @@ void mca_btl_ofi_discover_log(const struct fi_info *info, bool atomics_as_messag
         free(mca_btl_ofi_params.domain_selected);
         mca_btl_ofi_params.domain_selected = copy;
     }
-    if ('\0' != mca_btl_ofi_domain_choice[0] &&
-        0 == strncmp(mca_btl_ofi_domain_choice, info->domain_attr->name,
-                     strlen(info->domain_attr->name))) {
+    /* the choice recorded by mca_btl_ofi_spread begins "<domain>, domain i of n" */
+    if (0 == strncmp(mca_btl_ofi_domain_choice, info->domain_attr->name,
+                     strlen(info->domain_attr->name)) &&
+        ',' == mca_btl_ofi_domain_choice[strlen(info->domain_attr->name)]) {
         opal_output_verbose(10, mca_btl_ofi_output, MCA_BTL_OFI_LOG "took %s",
                             mca_btl_ofi_domain_choice);
     }

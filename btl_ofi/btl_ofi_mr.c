@@ -154,8 +154,8 @@ void mca_btl_ofi_reg_failed(mca_btl_ofi_module_t *module, size_t size)
 
 /* A registration, or NULL once the provider refused it even after the cache gave back
  * what it held idle (a NIC's registrations are few: cached ones must not starve a window). */
-static mca_btl_ofi_reg_t *mca_btl_ofi_reg_create_pressed(mca_btl_ofi_module_t *module,
-                                                         void *base, size_t size)
+mca_btl_ofi_reg_t *mca_btl_ofi_reg_create_pressed(mca_btl_ofi_module_t *module, void *base,
+                                                  size_t size)
 {
     mca_btl_ofi_reg_t *reg = mca_btl_ofi_reg_create(module, base, size);
 

@@ -69,6 +69,10 @@ int mca_btl_ofi_deregister_mem(struct mca_btl_base_module_t *btl,
                                struct mca_btl_base_registration_handle_t *handle);
 /** Register a region for internal use (not counted, not on the live list). */
 mca_btl_ofi_reg_t *mca_btl_ofi_reg_create(mca_btl_ofi_module_t *module, void *base, size_t size);
+/** mca_btl_ofi_reg_create, tried once more after the registration cache gave back its idle
+ *  registrations when the provider refused the first try; NULL if it refused both. */
+mca_btl_ofi_reg_t *mca_btl_ofi_reg_create_pressed(mca_btl_ofi_module_t *module, void *base,
+                                                  size_t size);
 /** Once per process: the register-failed message, for a registration of size bytes the
  *  provider refused (module->reg_error). */
 void mca_btl_ofi_reg_failed(mca_btl_ofi_module_t *module, size_t size);

@@ -276,10 +276,7 @@ mca_btl_ofi_reg_t *mca_btl_ofi_rcache_get(mca_btl_ofi_module_t *module, void *ba
 
     /* The pages that hold the buffer are mapped, so registering all of them is allowed
      * under FI_MR_ALLOCATED too. */
-    reg = mca_btl_ofi_reg_create(module, (void *)lo, hi - lo);
-    if (NULL == reg && mca_btl_ofi_rcache_shrink(module) > 0) {
-        reg = mca_btl_ofi_reg_create(module, (void *)lo, hi - lo);
-    }
+    reg = mca_btl_ofi_reg_create_pressed(module, (void *)lo, hi - lo);
     if (NULL == reg) {
         return NULL;
     }
