@@ -279,7 +279,7 @@ static void mca_btl_ofi_co_batch_finish(mca_btl_ofi_module_t *module, mca_btl_of
             status = OPAL_ERROR;
         }
         if (NULL != put->cbfunc) {
-            put->cbfunc(&module->super, endpoint, put->local_address, put->local_handle,
+            put->cbfunc(mca_btl_ofi_module_seen(module), endpoint, put->local_address, put->local_handle,
                         put->cbcontext, put->cbdata, status);
         }
     }
@@ -401,6 +401,9 @@ int mca_btl_ofi_coalesce_put(mca_btl_ofi_module_t *module, struct mca_btl_base_e
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_PUTS, 1);
+    if (NULL != module->front) {
+        mca_btl_ofi_count(MCA_BTL_OFI_CNT_LOCAL_PUTS, 1);
+    }
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_PUT_BYTES, size);
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_PUTS_GATHERED, 1);
     return OPAL_SUCCESS;

@@ -82,19 +82,28 @@ BEGIN_C_DECLS
 #endif
 
 /**
- * Publish this component's binary blob in the modex, for every process.
+ * Publish this component's binary blob in the modex, for every process or (node_only)
+ * for the processes of this node.
  *
  * @retval OPAL_SUCCESS, or the PMIx layer's error
  */
 static inline int mca_btl_ofi_compat_modex_send(const mca_base_component_t *component,
-                                                const void *data, size_t size)
+                                                const void *data, size_t size, bool node_only)
 {
     int rc;
 
 #if BTL_VERSION >= 330
-    OPAL_MODEX_SEND(rc, PMIX_GLOBAL, component, (void *)data, size);
+    if (node_only) {
+        OPAL_MODEX_SEND(rc, PMIX_LOCAL, component, (void *)data, size);
+    } else {
+        OPAL_MODEX_SEND(rc, PMIX_GLOBAL, component, (void *)data, size);
+    }
 #else
-    OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, component, (void *)data, size);
+    if (node_only) {
+        OPAL_MODEX_SEND(rc, OPAL_PMIX_LOCAL, component, (void *)data, size);
+    } else {
+        OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, component, (void *)data, size);
+    }
 #endif
     return OPAL_SUCCESS == rc ? OPAL_SUCCESS : OPAL_ERROR;
 }

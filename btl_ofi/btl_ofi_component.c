@@ -20,6 +20,7 @@
 #include "btl_ofi_ops.h"
 #include "btl_ofi_params.h"
 #include "btl_ofi_pvar.h"
+#include "btl_ofi_rails.h"
 #include "btl_ofi_report.h"
 
 static int mca_btl_ofi_component_register(void);
@@ -110,7 +111,8 @@ static int mca_btl_ofi_component_finalize_module(struct mca_btl_base_module_t *b
  * recorded then: another provider may serve).
  */
 static mca_btl_ofi_module_t *mca_btl_ofi_module_setup(struct fi_info *info,
-                                                      bool casless_as_messages, bool *no_cswap)
+                                                      bool casless_as_messages, bool *no_cswap,
+                                                      mca_btl_ofi_module_t *front)
 {
     mca_btl_ofi_module_t *module = malloc(sizeof(*module));
     int rc;
@@ -123,6 +125,7 @@ static mca_btl_ofi_module_t *mca_btl_ofi_module_setup(struct fi_info *info,
     memcpy(module, &mca_btl_ofi_module_template, sizeof(*module));
     module->super.btl_component = &mca_btl_ofi_component.super;
     module->super.btl_finalize = mca_btl_ofi_component_finalize_module;
+    module->front = front;
     mca_btl_ofi_module_limit_flags(module);
 
     rc = mca_btl_ofi_device_open(module, info);
@@ -133,6 +136,14 @@ static mca_btl_ofi_module_t *mca_btl_ofi_module_setup(struct fi_info *info,
         rc = mca_btl_ofi_atomics_probe(module, casless_as_messages);
         *no_cswap = OPAL_ERR_NOT_SUPPORTED == rc;
     }
+    if (OPAL_SUCCESS == rc && NULL != front && module->mr_local) {
+        /* a node-local module is handed the other module's local handles: none of its own */
+        opal_output_verbose(10, mca_btl_ofi_output,
+                            MCA_BTL_OFI_LOG "node-local provider %s not used: it needs local "
+                                            "registrations (FI_MR_LOCAL)",
+                            info->fabric_attr->prov_name);
+        rc = OPAL_ERR_NOT_SUPPORTED;
+    }
     if (OPAL_SUCCESS == rc) {
         rc = mca_btl_ofi_modex_send(module);
     }
@@ -142,6 +153,37 @@ static mca_btl_ofi_module_t *mca_btl_ofi_module_setup(struct fi_info *info,
         return NULL;
     }
     return module;
+}
+
+/*
+ * In a job across nodes, a module on the node-local provider beside module, for the peers on
+ * this node (btl_ofi_rails.c). Whatever goes wrong there leaves module serving every peer:
+ * nothing is declined, the reason goes to verbose output.
+ */
+static void mca_btl_ofi_local_domain(mca_btl_ofi_module_t *module, bool enable_mpi_threads)
+{
+    const char *provider = mca_btl_ofi_rails_wanted(module);
+    mca_btl_ofi_module_t *local = NULL;
+    struct fi_info *info;
+    bool no_cswap;
+
+    if (NULL == provider) {
+        return;
+    }
+    if (opal_process_info.num_local_peers > 0) {
+        mca_btl_ofi_decline_hold(true);
+        info = mca_btl_ofi_discover_local(enable_mpi_threads, provider);
+        if (NULL == info) {
+            opal_output_verbose(10, mca_btl_ofi_output,
+                                MCA_BTL_OFI_LOG "node-local provider %s not found: peers on "
+                                                "this node use %s",
+                                provider, module->info->fabric_attr->prov_name);
+        } else {
+            local = mca_btl_ofi_module_setup(info, false, &no_cswap, module);
+        }
+        mca_btl_ofi_decline_hold(false);
+    }
+    mca_btl_ofi_rails_attach(module, local);
 }
 
 /*
@@ -173,7 +215,7 @@ mca_btl_ofi_component_init(int *num_btls, bool enable_progress_threads, bool ena
     while (NULL != (info = mca_btl_ofi_discover(enable_mpi_threads, passed_over))) {
         char *name = strdup(info->fabric_attr->prov_name);
 
-        module = mca_btl_ofi_module_setup(info, false, &no_cswap);
+        module = mca_btl_ofi_module_setup(info, false, &no_cswap, NULL);
         if (NULL != module || !no_cswap || NULL == name) {
             /* done, or declined with its reason recorded (or out of memory) */
             free(name);
@@ -189,7 +231,7 @@ mca_btl_ofi_component_init(int *num_btls, bool enable_progress_threads, bool ena
     if (NULL == module && no_cswap && MCA_BTL_OFI_PATH_NATIVE != mca_btl_ofi_params.atomics_path &&
         NULL != (info = mca_btl_ofi_discover(enable_mpi_threads, NULL))) {
         /* no provider with a compare-and-swap: the best one, its atomics as messages */
-        module = mca_btl_ofi_module_setup(info, true, &no_cswap);
+        module = mca_btl_ofi_module_setup(info, true, &no_cswap, NULL);
     }
     if (NULL == module) {
         if (no_cswap) {
@@ -203,6 +245,7 @@ mca_btl_ofi_component_init(int *num_btls, bool enable_progress_threads, bool ena
     }
     opal_argv_free(passed_over);
     mca_btl_ofi_discover_log(module->info, module->atomics_as_messages, module->gets_as_messages);
+    mca_btl_ofi_local_domain(module, enable_mpi_threads);
 
     modules = malloc(sizeof(*modules));
     if (NULL == modules) {
@@ -215,13 +258,9 @@ mca_btl_ofi_component_init(int *num_btls, bool enable_progress_threads, bool ena
     return modules;
 }
 
-static int mca_btl_ofi_component_progress(void)
+/* One module's share of the component's progress. */
+static int mca_btl_ofi_component_progress_one(mca_btl_ofi_module_t *module)
 {
-    mca_btl_ofi_module_t *module = mca_btl_ofi_component.module;
-
-    if (NULL == module || !module->initialized) {
-        return 0;
-    }
     /* Nothing of ours in flight and no memory a peer may reach (no window): nothing can
      * complete, and no peer can need this process's progress (NOTES.txt 4). Open MPI calls
      * this on every progress pass of every program, one-sided or not. */
@@ -231,4 +270,23 @@ static int mca_btl_ofi_component_progress(void)
         return 0;
     }
     return mca_btl_ofi_progress_module(module);
+}
+
+static int mca_btl_ofi_component_progress(void)
+{
+    mca_btl_ofi_module_t *module = mca_btl_ofi_component.module;
+    int events;
+
+    if (NULL == module || !module->initialized) {
+        return 0;
+    }
+    if (NULL == module->local) {
+        return mca_btl_ofi_component_progress_one(module);
+    }
+    events = mca_btl_ofi_component_progress_one(module->local);
+    if (0 != atomic_load_explicit(&module->remote_regs, memory_order_relaxed) ||
+        0 != atomic_load_explicit(&module->outstanding, memory_order_relaxed)) {
+        events += mca_btl_ofi_progress_beside(module);
+    }
+    return events;
 }

@@ -85,8 +85,11 @@ static void mca_btl_ofi_negotiated(mca_btl_ofi_module_t *module)
         module->super.btl_get_local_registration_threshold = 0;
         module->super.btl_put_local_registration_threshold = 0;
     }
-    mca_btl_ofi_counter_set(MCA_BTL_OFI_CNT_MR_MODE, (uint64_t)info->domain_attr->mr_mode);
-    mca_btl_ofi_counter_set(MCA_BTL_OFI_CNT_KEY_SIZE, key_size);
+    if (NULL == module->front) {
+        /* the domain Open MPI sees, not the node-local one beside it */
+        mca_btl_ofi_counter_set(MCA_BTL_OFI_CNT_MR_MODE, (uint64_t)info->domain_attr->mr_mode);
+        mca_btl_ofi_counter_set(MCA_BTL_OFI_CNT_KEY_SIZE, key_size);
+    }
     module->delivery_complete = !!(info->tx_attr->op_flags & FI_DELIVERY_COMPLETE);
     module->prove_remote = !module->delivery_complete &&
                            MCA_BTL_OFI_COMPLETION_LOCAL != mca_btl_ofi_params.completion;

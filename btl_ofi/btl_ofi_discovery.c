@@ -1066,3 +1066,12 @@ out:
     opal_argv_free(filter.domain_exclude);
     return chosen;
 }
+
+struct fi_info *mca_btl_ofi_discover_local(bool enable_mpi_threads, const char *provider)
+{
+    char *names[2] = {(char *)provider, NULL};
+    const mca_btl_ofi_filter_t filter = {.include = names};
+    bool declined = false;
+
+    return mca_btl_ofi_select(&filter, enable_mpi_threads, &declined);
+}

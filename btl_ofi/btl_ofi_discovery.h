@@ -25,6 +25,16 @@ BEGIN_C_DECLS
 struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads, char **passed_over);
 
 /**
+ * The provider named (exactly, as fi_info prints it) with what this component
+ * needs, as mca_btl_ofi_discover would choose among its domains, without the
+ * provider and domain lists of the parameters: the node-local provider tried
+ * beside the one in use (btl_ofi_rails.c). Decline with mca_btl_ofi_decline_hold.
+ *
+ * @retval the fi_info (the caller owns it), or NULL
+ */
+struct fi_info *mca_btl_ofi_discover_local(bool enable_mpi_threads, const char *provider);
+
+/**
  * Parse btl_ofi_mr_mode: "none", a comma list of virt_addr/prov_key/allocated,
  * or a number made of those bits.
  *

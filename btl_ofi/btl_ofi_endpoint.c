@@ -10,6 +10,7 @@
 #include "opal/class/opal_bitmap.h"
 #include "opal/mca/hwloc/hwloc-internal.h"
 
+#include "btl_ofi_pvar.h"
 #include "btl_ofi_report.h"
 
 #define MCA_BTL_OFI_PROV_NAME_MAX 64
@@ -25,6 +26,8 @@ typedef struct mca_btl_ofi_modex_t {
 static void mca_btl_ofi_endpoint_construct(mca_btl_base_endpoint_t *endpoint)
 {
     endpoint->proc = NULL;
+    endpoint->module = NULL;
+    endpoint->twin = NULL;
     endpoint->peer_addr = FI_ADDR_NOTAVAIL;
     atomic_store(&endpoint->unproven, false);
     endpoint->batch = NULL;
@@ -33,6 +36,26 @@ static void mca_btl_ofi_endpoint_construct(mca_btl_base_endpoint_t *endpoint)
 }
 
 OBJ_CLASS_INSTANCE(mca_btl_base_endpoint_t, opal_object_t, mca_btl_ofi_endpoint_construct, NULL);
+
+/*
+ * The modex key of a module's data. The node-local module (module->front) publishes
+ * under a name of its own ("<component>-local"), seen by the processes of this node only.
+ */
+static const mca_base_component_t *mca_btl_ofi_modex_key(const mca_btl_ofi_module_t *module)
+{
+    static mca_base_component_t local_key;
+
+    if (NULL == module->front) {
+        return &module->super.btl_component->btl_version;
+    }
+    if ('\0' == local_key.mca_component_name[0]) {
+        /* made once, at init (the node-local module publishes before any peer is added) */
+        local_key = module->super.btl_component->btl_version;
+        snprintf(local_key.mca_component_name, sizeof(local_key.mca_component_name), "%.48s-local",
+                 module->super.btl_component->btl_version.mca_component_name);
+    }
+    return &local_key;
+}
 
 int mca_btl_ofi_modex_send(mca_btl_ofi_module_t *module)
 {
@@ -59,8 +82,8 @@ int mca_btl_ofi_modex_send(mca_btl_ofi_module_t *module)
     msg->proof_handle = module->proof_reg->handle;
     msg->addrlen = (uint32_t)addrlen;
 
-    rc = mca_btl_ofi_compat_modex_send(&module->super.btl_component->btl_version, msg,
-                                       sizeof(*msg) + addrlen);
+    rc = mca_btl_ofi_compat_modex_send(mca_btl_ofi_modex_key(module), msg, sizeof(*msg) + addrlen,
+                                       NULL != module->front);
     free(msg);
     return rc;
 }
@@ -83,8 +106,7 @@ static mca_btl_base_endpoint_t *mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t
     fi_addr_t addr;
     int rc;
 
-    OPAL_MODEX_RECV(rc, &module->super.btl_component->btl_version, &proc->proc_name, (void **)&msg,
-                    &size);
+    OPAL_MODEX_RECV(rc, mca_btl_ofi_modex_key(module), &proc->proc_name, (void **)&msg, &size);
     if (OPAL_SUCCESS != rc || NULL == msg || size < sizeof(*msg) ||
         size != sizeof(*msg) + msg->addrlen) {
         opal_output_verbose(10, mca_btl_ofi_output, MCA_BTL_OFI_LOG "no usable modex data from %s",
@@ -111,7 +133,11 @@ static mca_btl_base_endpoint_t *mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t
     endpoint = OBJ_NEW(mca_btl_base_endpoint_t);
     if (NULL != endpoint) {
         endpoint->proc = proc;
+        endpoint->module = module;
         endpoint->peer_addr = addr;
+        if (NULL != module->front) {
+            mca_btl_ofi_count(MCA_BTL_OFI_CNT_LOCAL_PEERS, 1);
+        }
         endpoint->proof_handle = msg->proof_handle;
     }
     free(msg);
@@ -134,6 +160,24 @@ static mca_btl_base_endpoint_t *mca_btl_ofi_endpoint_get(mca_btl_ofi_module_t *m
     }
     OPAL_THREAD_UNLOCK(&module->endpoint_lock);
     return endpoint;
+}
+
+/*
+ * A peer on this node through the node-local module, with its endpoint on this module
+ * beside it when atomics travel there (!local_atomics); NULL when the peer published no
+ * node-local address (it runs without one) or either endpoint cannot be made.
+ */
+static mca_btl_base_endpoint_t *mca_btl_ofi_local_endpoint_get(mca_btl_ofi_module_t *module,
+                                                               struct opal_proc_t *proc)
+{
+    mca_btl_base_endpoint_t *endpoint = mca_btl_ofi_endpoint_get(module->local, proc);
+
+    if (NULL == endpoint || module->local_atomics || NULL != endpoint->twin) {
+        return endpoint;
+    }
+    /* set once, by the first add_procs that meets this peer (endpoints live to finalize) */
+    endpoint->twin = mca_btl_ofi_endpoint_get(module, proc);
+    return NULL != endpoint->twin ? endpoint : NULL;
 }
 
 mca_btl_base_endpoint_t *mca_btl_ofi_endpoint_by_name(mca_btl_ofi_module_t *module,
@@ -164,7 +208,13 @@ int mca_btl_ofi_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
         if (module->local_only && !OPAL_PROC_ON_LOCAL_NODE(procs[i]->proc_flags)) {
             continue;
         }
-        peers[i] = mca_btl_ofi_endpoint_get(module, procs[i]);
+        if (NULL != module->local && OPAL_PROC_ON_LOCAL_NODE(procs[i]->proc_flags)) {
+            /* a peer on this node: the node-local domain, where that peer has one */
+            peers[i] = mca_btl_ofi_local_endpoint_get(module, procs[i]);
+        }
+        if (NULL == peers[i]) {
+            peers[i] = mca_btl_ofi_endpoint_get(module, procs[i]);
+        }
         if (NULL != peers[i] && NULL != reachable) {
             (void)opal_bitmap_set_bit(reachable, (int)i);
         }

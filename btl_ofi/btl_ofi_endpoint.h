@@ -19,6 +19,12 @@ BEGIN_C_DECLS
 struct mca_btl_base_endpoint_t {
     opal_object_t super;
     struct opal_proc_t *proc;
+    /** the module whose domain reaches this peer: the one Open MPI sees, or its
+     *  node-local one (module->local) */
+    mca_btl_ofi_module_t *module;
+    /** a peer on this node reached through the node-local domain whose atomics travel on
+     *  the network one (!local_atomics): its endpoint there; else NULL */
+    struct mca_btl_base_endpoint_t *twin;
     fi_addr_t peer_addr;
     /** the peer's proof word, read by flush to prove remote completion */
     mca_btl_base_registration_handle_t proof_handle;

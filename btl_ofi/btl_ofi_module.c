@@ -93,9 +93,16 @@ static void mca_btl_ofi_drain_bounded(mca_btl_ofi_module_t *module)
 int mca_btl_ofi_finalize(struct mca_btl_base_module_t *btl)
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *)btl;
+    const bool node_local = NULL != module->front;
 
     if (module->initialized) {
         mca_btl_ofi_drain_bounded(module);
+    }
+    if (NULL != module->local) {
+        /* the node-local module first: its registrations are named by this one's, which
+         * are only closed below (regs_release does not look at their node-local half) */
+        mca_btl_ofi_finalize(&module->local->super);
+        module->local = NULL;
     }
     module->initialized = false;
 
@@ -124,6 +131,9 @@ int mca_btl_ofi_finalize(struct mca_btl_base_module_t *btl)
     OBJ_DESTRUCT(&module->endpoint_lock);
     OBJ_DESTRUCT(&module->ops);
     free(module);
-    mca_btl_ofi_reg_pool_fini();
+    if (!node_local) {
+        /* the node-local module's finalize leaves that to the module that owns it */
+        mca_btl_ofi_reg_pool_fini();
+    }
     return OPAL_SUCCESS;
 }

@@ -113,7 +113,27 @@ struct mca_btl_ofi_module_t {
     bool gets_as_messages;
     /** the message handlers of both are set (module->msg exists) */
     bool am_ready;
+
+    /* Two domains in one module (btl_ofi_rails.c). The module Open MPI sees carries the
+     * peers on other nodes; a second module of its own, on a node-local provider, carries
+     * the peers on this node. */
+    /** the module of the node-local domain, or NULL (on the module Open MPI sees) */
+    struct mca_btl_ofi_module_t *local;
+    /** the module Open MPI sees, on the module of the node-local domain (else NULL): the
+     *  one completion callbacks name, whose handles carry this one's as their second */
+    struct mca_btl_ofi_module_t *front;
+    /** atomics to a peer on this node travel on the node-local domain (else on this one) */
+    bool local_atomics;
+    /** passes of progress that left this (network) module's CQ unread (btl_ofi_ops.c,
+     *  mca_btl_ofi_progress_beside) */
+    unsigned skipped_polls;
 };
+
+/** The module completion callbacks name: the one Open MPI sees. */
+static inline struct mca_btl_base_module_t *mca_btl_ofi_module_seen(mca_btl_ofi_module_t *module)
+{
+    return NULL != module->front ? &module->front->super : &module->super;
+}
 
 /** Capabilities and function table every module starts from (btl_component is set at init). */
 extern mca_btl_ofi_module_t mca_btl_ofi_module_template;

@@ -139,7 +139,7 @@ int mca_btl_ofi_post_result(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op, 
 void mca_btl_ofi_op_finish(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op, int status)
 {
     if (NULL != op->cbfunc) {
-        op->cbfunc(&module->super, op->endpoint, op->local_address, op->local_handle, op->cbcontext,
+        op->cbfunc(mca_btl_ofi_module_seen(module), op->endpoint, op->local_address, op->local_handle, op->cbcontext,
                    op->cbdata, status);
     }
     mca_btl_ofi_op_release(module, op);
@@ -238,9 +238,32 @@ int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module)
     return 0;
 }
 
+/* Every how many passes an idle network module's CQ is read beside a node-local one. */
+#define MCA_BTL_OFI_BESIDE_POLL_EVERY 8
+
+int mca_btl_ofi_progress_beside(mca_btl_ofi_module_t *module)
+{
+    if (0 == atomic_load_explicit(&module->outstanding, memory_order_relaxed) &&
+        0 != atomic_load_explicit(&module->local->outstanding, memory_order_relaxed) &&
+        opal_list_is_empty(&module->deferred) &&
+        ++module->skipped_polls < MCA_BTL_OFI_BESIDE_POLL_EVERY) {
+        return 0;
+    }
+    module->skipped_polls = 0;
+    return mca_btl_ofi_progress_module(module);
+}
+
 int mca_btl_ofi_progress_wait(mca_btl_ofi_module_t *module)
 {
     int events = mca_btl_ofi_progress_module(module);
+
+    /* With two domains, a peer this process waits for may itself wait for this process's
+     * progress on the other one (shm and tcp both apply at the target): serve both. */
+    if (NULL != module->front && module->front->initialized) {
+        events += mca_btl_ofi_progress_beside(module->front);
+    } else if (NULL != module->local && module->local->initialized) {
+        events += mca_btl_ofi_progress_module(module->local);
+    }
 
     if (0 == events && opal_progress_yield_when_idle) {
         sched_yield();

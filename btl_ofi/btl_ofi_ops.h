@@ -209,6 +209,18 @@ int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module);
 int mca_btl_ofi_progress_wait(mca_btl_ofi_module_t *module);
 
 /**
+ * Progress of the network module beside its node-local one (module->local): while this
+ * process waits for operations on the node-local domain only, the network CQ is read at
+ * every MCA_BTL_OFI_BESIDE_POLL_EVERY-th pass; otherwise at every pass. Reading tcp's CQ
+ * costs a system call, which an on-node operation's latency would pay at each pass of its
+ * wait; a peer on another node that waits for this process meanwhile (its provider
+ * applies operations in the target's progress) is served a few passes later.
+ *
+ * @retval the completions read (0 when skipped)
+ */
+int mca_btl_ofi_progress_beside(mca_btl_ofi_module_t *module);
+
+/**
  * Park an operation whose next post met -FI_EAGAIN inside progress; the next
  * progress call runs repost(module, op).
  */
@@ -235,7 +247,11 @@ static inline bool mca_btl_ofi_op_desc(mca_btl_ofi_module_t *module, mca_btl_ofi
                                        void *address, size_t size, void **desc)
 {
     if (OPAL_LIKELY(NULL != op->local_handle)) {
-        *desc = container_of(op->local_handle, mca_btl_ofi_reg_t, handle)->desc;
+        const mca_btl_ofi_reg_t *reg = container_of(op->local_handle, mca_btl_ofi_reg_t, handle);
+
+        /* the node-local module is handed the handles of the module Open MPI sees; it needs
+         * no local descriptors (mca_btl_ofi_rails_attach) */
+        *desc = OPAL_LIKELY(NULL == module->front) ? reg->desc : NULL;
         return true;
     }
     *desc = NULL;

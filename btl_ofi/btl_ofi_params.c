@@ -31,6 +31,13 @@ const mca_base_var_enum_value_t mca_btl_ofi_path_values[] = {
     {0, NULL},
 };
 
+const mca_base_var_enum_value_t mca_btl_ofi_local_atomics_values[] = {
+    {MCA_BTL_OFI_LOCAL_ATOMICS_AUTO, "auto"},
+    {MCA_BTL_OFI_LOCAL_ATOMICS_LOCAL, "local"},
+    {MCA_BTL_OFI_LOCAL_ATOMICS_NETWORK, "network"},
+    {0, NULL},
+};
+
 /*
  * Integer parameters. They are registered as strings and parsed here, because
  * Open MPI reads a non-numeric value of an int variable as the number its
@@ -316,6 +323,35 @@ void mca_btl_ofi_params_register(const mca_base_component_t *component)
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, MCA_BASE_VAR_FLAG_DEFAULT_ONLY, OPAL_INFO_LVL_4,
         MCA_BASE_VAR_SCOPE_CONSTANT, &mca_btl_ofi_params.domain_selected);
 
+    mca_btl_ofi_params.local_provider = "shm";
+    (void)mca_base_component_var_register(
+        component, "local_provider",
+        "In a job across several nodes, the libfabric provider that carries the peers on this "
+        "node, beside the selected (network) provider that carries the others: one module, a "
+        "domain of each, chosen per peer; registrations carry a key for each. \"none\" (or "
+        "empty): every peer on the selected provider. Not used when the selected provider is "
+        "itself node-local, or all peers share this node",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_btl_ofi_params.local_provider);
+    mca_btl_ofi_params.local_selected = "";
+    (void)mca_base_component_var_register(
+        component, "local_selected",
+        "Read-only: the provider, fabric and domain that carry the peers on this node beside "
+        "btl_ofi_domain_selected (btl_ofi_local_provider); empty when every peer uses that one",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, MCA_BASE_VAR_FLAG_DEFAULT_ONLY, OPAL_INFO_LVL_4,
+        MCA_BASE_VAR_SCOPE_CONSTANT, &mca_btl_ofi_params.local_selected);
+    mca_btl_ofi_params.local_atomics_text = "auto";
+    (void)mca_base_component_var_register(
+        component, "local_atomics",
+        "With a node-local provider in use (btl_ofi_local_provider), which one carries the "
+        "atomics to peers on this node: local, network, or auto (local where the network "
+        "provider's atomics are applied by the target's CPU, as software providers and "
+        "btl-ofi's messages do, so that atomics from this node and from other nodes on one "
+        "word stay atomic with each other; network where a NIC applies them) (one of: auto, "
+        "local, network)",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_btl_ofi_params.local_atomics_text);
+
     (void)mca_base_component_var_register(
         component, "mr_mode",
         "Memory-registration mode bits the BTL may accept from the provider: a comma-separated "
@@ -379,7 +415,10 @@ bool mca_btl_ofi_params_valid(void)
                                   mca_btl_ofi_params.atomics_text,
                                   &mca_btl_ofi_params.atomics_path) ||
         !mca_btl_ofi_choice_valid("gets", mca_btl_ofi_path_values, mca_btl_ofi_params.gets_text,
-                                  &mca_btl_ofi_params.gets_path)) {
+                                  &mca_btl_ofi_params.gets_path) ||
+        !mca_btl_ofi_choice_valid("local_atomics", mca_btl_ofi_local_atomics_values,
+                                  mca_btl_ofi_params.local_atomics_text,
+                                  &mca_btl_ofi_params.local_atomics)) {
         return false;
     }
     for (size_t i = 0; i < MCA_BTL_OFI_NUM_INT_PARAMS; ++i) {

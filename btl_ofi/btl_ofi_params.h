@@ -53,6 +53,16 @@ enum mca_btl_ofi_path_t {
     MCA_BTL_OFI_PATH_MESSAGES = 2,
 };
 
+/** Which domain carries the atomics to a peer on this node when a node-local one is in use. */
+enum mca_btl_ofi_local_atomics_t {
+    /** the node-local one where the network provider's atomics are applied by the target's
+     *  CPU (software providers, btl-ofi's messages), so both kinds stay atomic with each
+     *  other; else the network one */
+    MCA_BTL_OFI_LOCAL_ATOMICS_AUTO = 0,
+    MCA_BTL_OFI_LOCAL_ATOMICS_LOCAL = 1,   /**< always the node-local domain */
+    MCA_BTL_OFI_LOCAL_ATOMICS_NETWORK = 2, /**< always the network domain */
+};
+
 /** The MCA parameters, as registered and as parsed at init. */
 /*
  * How each put, get and atomic asks whether a fault is injected, a build-time
@@ -73,6 +83,12 @@ typedef struct mca_btl_ofi_params_t {
     char *domain_exclude; /**< domains (or their fabrics) never to use */
     bool domain_spread;   /**< several domains of one fabric: one per process, by local rank */
     char *domain_selected; /**< read-only: "provider/fabric/domain" this process uses */
+    /** node-local provider for the peers on this node in a job across nodes ("shm"); "none"
+     *  or empty: every peer on the selected provider (btl_ofi_rails.c) */
+    char *local_provider;
+    char *local_selected;     /**< read-only: the node-local domain in use, or "" */
+    char *local_atomics_text; /**< btl_ofi_local_atomics: auto, local or network */
+    int local_atomics;        /**< parsed from local_atomics_text (enum mca_btl_ofi_local_atomics_t) */
     char *mr_mode_text;
     uint64_t mr_mode_allowed; /**< parsed from mr_mode_text at init */
     char *completion_text;
@@ -99,6 +115,8 @@ extern mca_btl_ofi_params_t mca_btl_ofi_params;
 extern const mca_base_var_enum_value_t mca_btl_ofi_completion_values[];
 /** Names of btl_ofi_atomics / btl_ofi_gets values, terminated by {0, NULL}. */
 extern const mca_base_var_enum_value_t mca_btl_ofi_path_values[];
+/** Names of btl_ofi_local_atomics values, terminated by {0, NULL}. */
+extern const mca_base_var_enum_value_t mca_btl_ofi_local_atomics_values[];
 
 /**
  * Register the component's own parameters (not those of the module template).

@@ -119,6 +119,22 @@ static const struct {
                                   "registered for peers (a window): programs without one-sided "
                                   "communication pay nothing",
                                   MCA_BASE_PVAR_CLASS_COUNTER},
+    [MCA_BTL_OFI_CNT_LOCAL_PUTS] = {"local_put_count",
+                                    "Puts to peers on this node carried by the node-local "
+                                    "domain (btl_ofi_local_provider); also in put_count",
+                                    MCA_BASE_PVAR_CLASS_COUNTER},
+    [MCA_BTL_OFI_CNT_LOCAL_GETS] = {"local_get_count",
+                                    "Gets from peers on this node carried by the node-local "
+                                    "domain; also in get_count",
+                                    MCA_BASE_PVAR_CLASS_COUNTER},
+    [MCA_BTL_OFI_CNT_LOCAL_ATOMICS] = {"local_atomic_count",
+                                       "Atomics to peers on this node carried by the node-local "
+                                       "domain; also in atomic_count",
+                                       MCA_BASE_PVAR_CLASS_COUNTER},
+    [MCA_BTL_OFI_CNT_LOCAL_PEERS] = {"local_peers",
+                                     "Peers (this process included) reached over the "
+                                     "node-local domain",
+                                     MCA_BASE_PVAR_CLASS_LEVEL},
     [MCA_BTL_OFI_CNT_REFUSED] = {"refused_count",
                                  "Operations refused for a missing endpoint or registration handle "
                                  "or an address outside the registration",

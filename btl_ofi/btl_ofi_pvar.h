@@ -46,6 +46,10 @@ enum mca_btl_ofi_counter_id_t {
     MCA_BTL_OFI_CNT_MESSAGES_APPLIED,    /**< target: atomic and get messages applied */
     MCA_BTL_OFI_CNT_REGISTRATIONS_FAILED, /**< fi_mr_reg calls the provider refused */
     MCA_BTL_OFI_CNT_CQ_POLLS, /**< fi_cq_read calls (progress passes that read the CQ) */
+    MCA_BTL_OFI_CNT_LOCAL_PUTS,    /**< puts to peers on this node over the node-local domain */
+    MCA_BTL_OFI_CNT_LOCAL_GETS,    /**< gets likewise */
+    MCA_BTL_OFI_CNT_LOCAL_ATOMICS, /**< atomics likewise */
+    MCA_BTL_OFI_CNT_LOCAL_PEERS,   /**< level: peers reached over the node-local domain */
     MCA_BTL_OFI_CNT_MAX,
 };
 

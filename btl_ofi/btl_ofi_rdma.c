@@ -53,6 +53,7 @@ typedef struct mca_btl_ofi_rma_kind_t {
     mca_btl_ofi_rma_fn_t post;
     const char *name;
     enum mca_btl_ofi_counter_id_t ops_counter;
+    enum mca_btl_ofi_counter_id_t local_counter; /**< ops_counter's share of the node-local domain */
     enum mca_btl_ofi_counter_id_t bytes_counter;
     bool writes; /**< the target changes: flush may have to prove it */
 } mca_btl_ofi_rma_kind_t;
@@ -61,6 +62,7 @@ static const mca_btl_ofi_rma_kind_t mca_btl_ofi_put_kind = {
     .post = mca_btl_ofi_write,
     .name = "fi_write",
     .ops_counter = MCA_BTL_OFI_CNT_PUTS,
+    .local_counter = MCA_BTL_OFI_CNT_LOCAL_PUTS,
     .bytes_counter = MCA_BTL_OFI_CNT_PUT_BYTES,
     .writes = true,
 };
@@ -69,6 +71,7 @@ static const mca_btl_ofi_rma_kind_t mca_btl_ofi_get_kind = {
     .post = mca_btl_ofi_read,
     .name = "fi_read",
     .ops_counter = MCA_BTL_OFI_CNT_GETS,
+    .local_counter = MCA_BTL_OFI_CNT_LOCAL_GETS,
     .bytes_counter = MCA_BTL_OFI_CNT_GET_BYTES,
     .writes = false,
 };
@@ -149,6 +152,9 @@ static int mca_btl_ofi_rma(mca_btl_ofi_module_t *module, const mca_btl_ofi_rma_k
         }
         mca_btl_ofi_count(kind->ops_counter, 1);
         mca_btl_ofi_count(kind->bytes_counter, size);
+        if (NULL != module->front) {
+            mca_btl_ofi_count(kind->local_counter, 1);
+        }
     }
     return rc;
 }

@@ -215,12 +215,24 @@ static void mca_btl_ofi_show_own(void)
     mca_btl_ofi_show(&mca_btl_ofi_report.reason, where);
 }
 
+static bool mca_btl_ofi_decline_held;
+
+void mca_btl_ofi_decline_hold(bool hold)
+{
+    mca_btl_ofi_decline_held = hold;
+}
+
 void mca_btl_ofi_decline(const char *topic, ...)
 {
     va_list ap;
     char *key;
     int rc = OPAL_ERROR;
 
+    if (mca_btl_ofi_decline_held) {
+        opal_output_verbose(10, mca_btl_ofi_output,
+                            MCA_BTL_OFI_LOG "node-local provider not used: %s", topic);
+        return;
+    }
     if (mca_btl_ofi_report.declined) {
         opal_output_verbose(10, mca_btl_ofi_output, MCA_BTL_OFI_LOG "also declining for: %s",
                             topic);

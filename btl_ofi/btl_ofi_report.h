@@ -38,6 +38,12 @@ BEGIN_C_DECLS
  *                   last field (the processes) is filled in when it is shown
  */
 void mca_btl_ofi_decline(const char *topic, ...) __opal_attribute_sentinel__;
+/**
+ * While held, a decline is not recorded, only named in verbose output: for a
+ * provider tried beside the one in use (the node-local domain, btl_ofi_rails.c),
+ * whose failure leaves this component serving.
+ */
+void mca_btl_ofi_decline_hold(bool hold);
 
 /**
  * Decline because a libfabric call failed during setup ("device-failed").

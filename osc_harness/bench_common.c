@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static void usage(const void *arg)
 {
@@ -25,6 +26,8 @@ static void usage(const void *arg)
             "  -d DIR       uni (default) or bi\n"
             "  -j           JSON lines instead of a table\n"
             "  -r           exit 2 unless btl-ofi's counters moved for every row\n"
+            "  -y           more than 2 ranks: ranks 2.. stay idle (bystanders: a job across\n"
+            "               nodes where ranks 0 and 1 share one, or not)\n"
             "exit codes: 0 done, 1 failure, 2 not carried by btl-ofi (-r), 77 not supported\n",
             prog->name, prog->ops_help, BENCH_DEFAULT_MAX_ITERS, BENCH_DEFAULT_WINDOW);
 }
@@ -34,6 +37,9 @@ static const char *const flavor_names[] = {"create", "dynamic", "allocate"};
 static const char *const flavor_calls[] = {"Win_create", "dynamic", "Win_allocate"};
 static const char *const sync_names[] = {"flush", "fence"};
 static const char *const dir_names[] = {"uni", "bi"};
+
+/* The message that lets the bystanders (-y) go. */
+#define BENCH_BYSTANDER_TAG 7301
 
 /* Returns 0, or -1 on a usage error. */
 static int parse_opts(int argc, char **argv, void *arg)
@@ -45,6 +51,7 @@ static int parse_opts(int argc, char **argv, void *arg)
         HARNESS_NAMED('s', HARNESS_OPT_CHOICE, &opt->sync, sync_names, 2),
         HARNESS_NAMED('d', HARNESS_OPT_CHOICE, &opt->bidir, dir_names, 2),
         HARNESS_FLAG('r', &opt->require_ofi, 1),
+        HARNESS_FLAG('y', &opt->bystanders, 1),
         {0},
     };
 
@@ -118,20 +125,20 @@ static int window_open(bench_ctx_t *ctx)
         return HARNESS_EXIT_FAIL;
     }
     if (BENCH_WIN_CREATE == ctx->opt.flavor) {
-        rc = MPI_Win_create(ctx->win_buf, (MPI_Aint)len, 1, MPI_INFO_NULL, MPI_COMM_WORLD,
+        rc = MPI_Win_create(ctx->win_buf, (MPI_Aint)len, 1, MPI_INFO_NULL, ctx->comm,
                             &ctx->win);
     } else if (BENCH_WIN_ALLOCATE == ctx->opt.flavor) {
-        rc = MPI_Win_allocate((MPI_Aint)len, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &ctx->win_mem,
+        rc = MPI_Win_allocate((MPI_Aint)len, 1, MPI_INFO_NULL, ctx->comm, &ctx->win_mem,
                               &ctx->win);
         ctx->win_buf = MPI_SUCCESS == rc ? ctx->win_mem : NULL;
     } else {
-        rc = MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &ctx->win);
+        rc = MPI_Win_create_dynamic(MPI_INFO_NULL, ctx->comm, &ctx->win);
         if (MPI_SUCCESS == rc) {
             rc = MPI_Win_attach(ctx->win, ctx->win_buf, (MPI_Aint)len);
         }
         MPI_Get_address(ctx->win_buf, &mine);
         MPI_Sendrecv(&mine, 1, MPI_AINT, ctx->peer, 0, &ctx->peer_base, 1, MPI_AINT, ctx->peer, 0,
-                     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                     ctx->comm, MPI_STATUS_IGNORE);
     }
     if (!harness_min_int(MPI_SUCCESS == rc)) {
         if (0 == ctx->rank) {
@@ -347,7 +354,7 @@ static void measure(bench_ctx_t *ctx, bench_run_t *r)
         prepare(ctx, r);
     }
     ofi_pvars_read(&before);
-    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Barrier(ctx->comm);
     if (fence) {
         MPI_Win_fence(MPI_MODE_NOPRECEDE, ctx->win);
     } else if (active) {
@@ -376,9 +383,9 @@ static void measure(bench_ctx_t *ctx, bench_run_t *r)
     } else if (active) {
         MPI_Win_unlock_all(ctx->win);
     }
-    MPI_Barrier(MPI_COMM_WORLD);
-    MPI_Allreduce(MPI_IN_PLACE, &r->elapsed, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    MPI_Allreduce(MPI_IN_PLACE, &r->post, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Barrier(ctx->comm);
+    MPI_Allreduce(MPI_IN_PLACE, &r->elapsed, 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
+    MPI_Allreduce(MPI_IN_PLACE, &r->post, 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
     r->valid = directed ? 1 : harness_min_int(check(ctx, r, window));
     ofi_pvars_read(&after);
     for (int i = 0; i < OFI_PVAR_COUNT && after.present && before.present; ++i) {
@@ -443,6 +450,34 @@ static int bench_run(void *arg)
     return rc;
 }
 
+/* Ranks 2.. (-y): idle until rank 0 says the measurement is over, asleep between looks, so
+ * that they take no core from the two that measure (MPI_Finalize would spin). */
+static void bystand(void)
+{
+    const struct timespec pause = {.tv_sec = 0, .tv_nsec = 1000000};
+    MPI_Request req;
+    int done = 0, word;
+
+    MPI_Irecv(&word, 1, MPI_INT, 0, BENCH_BYSTANDER_TAG, MPI_COMM_WORLD, &req);
+    for (MPI_Test(&req, &done, MPI_STATUS_IGNORE); !done;
+         MPI_Test(&req, &done, MPI_STATUS_IGNORE)) {
+        nanosleep(&pause, NULL);
+    }
+}
+
+/* bench_run, then (rank 0) the bystanders are let go. */
+static int bench_run_released(void *arg)
+{
+    bench_ctx_t *ctx = arg;
+    int rc = bench_run(arg), size, word = 1;
+
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    for (int r = 2; 0 == ctx->rank && r < size; ++r) {
+        MPI_Send(&word, 1, MPI_INT, r, BENCH_BYSTANDER_TAG, MPI_COMM_WORLD);
+    }
+    return rc;
+}
+
 int bench_main(int argc, char **argv, const bench_prog_t *prog)
 {
     bench_ctx_t ctx = {.prog = prog, .win = MPI_WIN_NULL};
@@ -455,10 +490,22 @@ int bench_main(int argc, char **argv, const bench_prog_t *prog)
     }
     /* Window creation failures come back as codes, so they can be reported as "skipped". */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    if (2 != size) {
+    if (2 != size && !(size > 2 && ctx.opt.bystanders)) {
         return harness_skip(ctx.rank, "%s: needs exactly 2 ranks (got %d): not supported here\n",
                             prog->name, size);
     }
+    ctx.comm = MPI_COMM_WORLD;
+    if (size > 2) {
+        /* ranks 0 and 1 measure; the others only make the job what it is (wait in Finalize) */
+        MPI_Comm_split(MPI_COMM_WORLD, ctx.rank < 2 ? 0 : MPI_UNDEFINED, ctx.rank, &ctx.comm);
+        if (ctx.rank >= 2) {
+            bystand();
+            MPI_Finalize();
+            return 0;
+        }
+        MPI_Comm_set_errhandler(ctx.comm, MPI_ERRORS_RETURN);
+        harness_set_comm(ctx.comm);
+    }
     ctx.peer = 1 - ctx.rank;
-    return harness_run(bench_run, &ctx);
+    return harness_run(size > 2 ? bench_run_released : bench_run, &ctx);
 }

@@ -80,11 +80,13 @@ typedef struct bench_opts {
     bench_sync_t sync;
     int bidir;
     int require_ofi;
+    int bystanders; /* -y: ranks beyond 2 stay idle */
 } bench_opts_t;
 
 typedef struct bench_ctx {
     const bench_prog_t *prog;
     int rank, peer, columns; /* columns: bench_row prints the column names */
+    MPI_Comm comm;           /* ranks 0 and 1 (MPI_COMM_WORLD when the job has no others) */
     bench_opts_t opt;
     MPI_Win win;
     char *win_buf; /* local window memory (page aligned) */
@@ -98,7 +100,8 @@ typedef struct bench_ctx {
 
 /**
  * A benchmark's whole main: MPI_Init, options (usage and exit 1 on an error),
- * the 2-rank check (77), btl-ofi's counters, every wanted op at every size
+ * the 2-rank check (77; more ranks than 2 with --bystanders, which leaves
+ * ranks 2.. idle until MPI_Finalize), btl-ofi's counters, every wanted op at every size
  * (one row each), MPI_Finalize.
  * @retval 0 done, 1 wrong values, 2 not carried by btl-ofi (-r), 77 not supported
  */

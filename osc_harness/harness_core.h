@@ -120,7 +120,14 @@ void *harness_realloc(const char *prog, void *p, size_t bytes);
 /** The job ends (MPI_Abort, exit code 3) with "<prog>: out of memory". */
 void harness_out_of_memory(const char *prog) __attribute__((noreturn));
 
-/* Collective reductions over MPI_COMM_WORLD of one value, or of n in place. */
+#ifdef MPI_VERSION
+/** The ranks the reductions below run over: MPI_COMM_WORLD unless a program that leaves
+ *  some ranks idle narrows them (bench_main's pair). */
+void harness_set_comm(MPI_Comm comm);
+#endif
+
+/* Collective reductions over MPI_COMM_WORLD (or harness_set_comm's) of one value, or of n in
+ * place. */
 unsigned long harness_sum_ul(unsigned long value);
 void harness_sum_ul_n(unsigned long *values, int n);
 long harness_sum_long(long value);

@@ -1,7 +1,7 @@
 /* The harness programs' shared core, the MPI part (see harness_core.h). */
-#include "harness_core.h"
-
 #include <mpi.h>
+
+#include "harness_core.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +9,13 @@
 #include "ofi_pvars.h"
 
 /* ---- MPI programs ------------------------------------------------------ */
+
+static MPI_Comm harness_comm = MPI_COMM_WORLD;
+
+void harness_set_comm(MPI_Comm comm)
+{
+    harness_comm = comm;
+}
 
 int harness_init(int *argc, char ***argv, int level, int *provided, int *rank, int *size,
                  int (*parse)(int argc, char **argv, void *opts), void *opts,
@@ -81,7 +88,7 @@ void *harness_realloc(const char *prog, void *p, size_t bytes)
 #define HARNESS_REDUCTION(name, type, mpi_type, mpi_op)                                            \
     type name(type value)                                                                          \
     {                                                                                              \
-        MPI_Allreduce(MPI_IN_PLACE, &value, 1, mpi_type, mpi_op, MPI_COMM_WORLD);                  \
+        MPI_Allreduce(MPI_IN_PLACE, &value, 1, mpi_type, mpi_op, harness_comm);                    \
         return value;                                                                              \
     }
 
@@ -93,5 +100,5 @@ HARNESS_REDUCTION(harness_min_int, int, MPI_INT, MPI_MIN)
 
 void harness_sum_ul_n(unsigned long *values, int n)
 {
-    MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_UNSIGNED_LONG, MPI_SUM, harness_comm);
 }

@@ -695,6 +695,7 @@ from rank_reglimit import REGLIMIT_CHECKS  # noqa: E402
 from rank_domain import DOMAIN_CHECKS  # noqa: E402
 from rank_many_windows import MANY_WINDOWS_CHECKS  # noqa: E402
 from rank_idle import IDLE_CHECKS  # noqa: E402
+from rank_node_local import NODE_LOCAL_CHECKS  # noqa: E402
 
 CHECKS.update(ATTACH_CHECKS)
 CHECKS.update(LINKED_LIST_CHECKS)
@@ -703,3 +704,4 @@ CHECKS.update(REGLIMIT_CHECKS)
 CHECKS.update(DOMAIN_CHECKS)
 CHECKS.update(MANY_WINDOWS_CHECKS)
 CHECKS.update(IDLE_CHECKS)
+CHECKS.update(NODE_LOCAL_CHECKS)

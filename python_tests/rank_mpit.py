@@ -28,7 +28,8 @@ COUNTERS = tuple(PREFIX + name for name in (
     "put_batches_applied", "handles_stale", "handles_located", "locate_answers",
     "injected_faults", "rcache_hits", "rcache_misses", "rcache_invalidated", "rcache_evicted",
     "rcache_entries", "atomics_as_messages", "gets_as_messages", "messages_applied",
-    "refused_count", "registrations_failed", "cq_polls",
+    "refused_count", "registrations_failed", "cq_polls", "local_put_count", "local_get_count",
+    "local_atomic_count", "local_peers",
 ))
 
 _CDEF = """
