@@ -335,7 +335,7 @@ static int mca_btl_ofi_atomic_begin(mca_btl_ofi_module_t *module,
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_ATOMICS, 1);
-    if (NULL != module->front) {
+    if (mca_btl_ofi_node_local(module)) {
         mca_btl_ofi_count(MCA_BTL_OFI_CNT_LOCAL_ATOMICS, 1);
     }
     return OPAL_SUCCESS;

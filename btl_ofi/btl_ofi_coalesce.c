@@ -401,7 +401,7 @@ int mca_btl_ofi_coalesce_put(mca_btl_ofi_module_t *module, struct mca_btl_base_e
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_PUTS, 1);
-    if (NULL != module->front) {
+    if (mca_btl_ofi_node_local(module)) {
         mca_btl_ofi_count(MCA_BTL_OFI_CNT_LOCAL_PUTS, 1);
     }
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_PUT_BYTES, size);

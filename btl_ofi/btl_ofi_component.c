@@ -112,7 +112,7 @@ static int mca_btl_ofi_component_finalize_module(struct mca_btl_base_module_t *b
  */
 static mca_btl_ofi_module_t *mca_btl_ofi_module_setup(struct fi_info *info,
                                                       bool casless_as_messages, bool *no_cswap,
-                                                      mca_btl_ofi_module_t *front)
+                                                      mca_btl_ofi_module_t *front, int slot)
 {
     mca_btl_ofi_module_t *module = malloc(sizeof(*module));
     int rc;
@@ -126,6 +126,7 @@ static mca_btl_ofi_module_t *mca_btl_ofi_module_setup(struct fi_info *info,
     module->super.btl_component = &mca_btl_ofi_component.super;
     module->super.btl_finalize = mca_btl_ofi_component_finalize_module;
     module->front = front;
+    module->slot = slot;
     mca_btl_ofi_module_limit_flags(module);
 
     rc = mca_btl_ofi_device_open(module, info);
@@ -136,7 +137,7 @@ static mca_btl_ofi_module_t *mca_btl_ofi_module_setup(struct fi_info *info,
         rc = mca_btl_ofi_atomics_probe(module, casless_as_messages);
         *no_cswap = OPAL_ERR_NOT_SUPPORTED == rc;
     }
-    if (OPAL_SUCCESS == rc && NULL != front && module->mr_local) {
+    if (OPAL_SUCCESS == rc && 1 == slot && module->mr_local) {
         /* a node-local module is handed the other module's local handles: none of its own */
         opal_output_verbose(10, mca_btl_ofi_output,
                             MCA_BTL_OFI_LOG "node-local provider %s not used: it needs local "
@@ -156,22 +157,25 @@ static mca_btl_ofi_module_t *mca_btl_ofi_module_setup(struct fi_info *info,
 }
 
 /*
- * In a job across nodes, a module on the node-local provider beside module, for the peers on
- * this node (btl_ofi_rails.c). Whatever goes wrong there leaves module serving every peer:
+ * In a job across nodes, the modules beside module (btl_ofi_rails.c): one on the node-local
+ * provider for the peers on this node, and one on each further NIC of module's provider for
+ * parts of large puts and gets. Whatever goes wrong there leaves module serving every peer:
  * nothing is declined, the reason goes to verbose output.
  */
-static void mca_btl_ofi_local_domain(mca_btl_ofi_module_t *module, bool enable_mpi_threads)
+static void mca_btl_ofi_beside_domains(mca_btl_ofi_module_t *module, bool enable_mpi_threads)
 {
     const char *provider = mca_btl_ofi_rails_wanted(module);
-    mca_btl_ofi_module_t *local = NULL;
-    struct fi_info *info;
+    const bool stripes = mca_btl_ofi_rails_stripes_wanted(module);
+    mca_btl_ofi_module_t *local = NULL, *nics[MCA_BTL_OFI_STRIPES_MAX - 1];
+    struct fi_info *infos[MCA_BTL_OFI_STRIPES_MAX - 1], *info;
+    int found = 0, nic_count = 0;
     bool no_cswap;
 
-    if (NULL == provider) {
+    if (NULL == provider && !stripes) {
         return;
     }
-    if (opal_process_info.num_local_peers > 0) {
-        mca_btl_ofi_decline_hold(true);
+    mca_btl_ofi_decline_hold(true);
+    if (NULL != provider && opal_process_info.num_local_peers > 0) {
         info = mca_btl_ofi_discover_local(enable_mpi_threads, provider);
         if (NULL == info) {
             opal_output_verbose(10, mca_btl_ofi_output,
@@ -179,11 +183,24 @@ static void mca_btl_ofi_local_domain(mca_btl_ofi_module_t *module, bool enable_m
                                                 "this node use %s",
                                 provider, module->info->fabric_attr->prov_name);
         } else {
-            local = mca_btl_ofi_module_setup(info, false, &no_cswap, module);
+            local = mca_btl_ofi_module_setup(info, false, &no_cswap, module, 1);
         }
-        mca_btl_ofi_decline_hold(false);
     }
-    mca_btl_ofi_rails_attach(module, local);
+    if (stripes) {
+        found = mca_btl_ofi_discover_nics(enable_mpi_threads, module->info, infos,
+                                          MCA_BTL_OFI_STRIPES_MAX - 1);
+    }
+    for (int i = 0; i < found; ++i) {
+        /* slots by the order found, the same on every node of a uniform cluster */
+        mca_btl_ofi_module_t *nic =
+            mca_btl_ofi_module_setup(infos[i], false, &no_cswap, module, 2 + nic_count);
+
+        if (NULL != nic) {
+            nics[nic_count++] = nic;
+        }
+    }
+    mca_btl_ofi_decline_hold(false);
+    mca_btl_ofi_rails_attach(module, local, nics, nic_count, stripes);
 }
 
 /*
@@ -215,7 +232,7 @@ mca_btl_ofi_component_init(int *num_btls, bool enable_progress_threads, bool ena
     while (NULL != (info = mca_btl_ofi_discover(enable_mpi_threads, passed_over))) {
         char *name = strdup(info->fabric_attr->prov_name);
 
-        module = mca_btl_ofi_module_setup(info, false, &no_cswap, NULL);
+        module = mca_btl_ofi_module_setup(info, false, &no_cswap, NULL, 0);
         if (NULL != module || !no_cswap || NULL == name) {
             /* done, or declined with its reason recorded (or out of memory) */
             free(name);
@@ -231,7 +248,7 @@ mca_btl_ofi_component_init(int *num_btls, bool enable_progress_threads, bool ena
     if (NULL == module && no_cswap && MCA_BTL_OFI_PATH_NATIVE != mca_btl_ofi_params.atomics_path &&
         NULL != (info = mca_btl_ofi_discover(enable_mpi_threads, NULL))) {
         /* no provider with a compare-and-swap: the best one, its atomics as messages */
-        module = mca_btl_ofi_module_setup(info, true, &no_cswap, NULL);
+        module = mca_btl_ofi_module_setup(info, true, &no_cswap, NULL, 0);
     }
     if (NULL == module) {
         if (no_cswap) {
@@ -245,7 +262,8 @@ mca_btl_ofi_component_init(int *num_btls, bool enable_progress_threads, bool ena
     }
     opal_argv_free(passed_over);
     mca_btl_ofi_discover_log(module->info, module->atomics_as_messages, module->gets_as_messages);
-    mca_btl_ofi_local_domain(module, enable_mpi_threads);
+    mca_btl_ofi_counter_set(MCA_BTL_OFI_CNT_NICS, 1);
+    mca_btl_ofi_beside_domains(module, enable_mpi_threads);
 
     modules = malloc(sizeof(*modules));
     if (NULL == modules) {
@@ -280,13 +298,26 @@ static int mca_btl_ofi_component_progress(void)
     if (NULL == module || !module->initialized) {
         return 0;
     }
-    if (NULL == module->local) {
+    if (NULL == module->local && 0 == module->nic_count) {
         return mca_btl_ofi_component_progress_one(module);
     }
-    events = mca_btl_ofi_component_progress_one(module->local);
+    events = 0;
+    if (NULL != module->local) {
+        events += mca_btl_ofi_component_progress_one(module->local);
+    }
     if (0 != atomic_load_explicit(&module->remote_regs, memory_order_relaxed) ||
-        0 != atomic_load_explicit(&module->outstanding, memory_order_relaxed)) {
+        0 != atomic_load_explicit(&module->outstanding, memory_order_relaxed) ||
+        !opal_list_is_empty(&module->deferred)) {
         events += mca_btl_ofi_progress_beside(module);
+    }
+    for (int i = 0; i < module->nic_count; ++i) {
+        mca_btl_ofi_module_t *nic = module->nics[i];
+
+        if (0 != atomic_load_explicit(&nic->remote_regs, memory_order_relaxed) ||
+            0 != atomic_load_explicit(&nic->outstanding, memory_order_relaxed) ||
+            !opal_list_is_empty(&nic->deferred)) {
+            events += mca_btl_ofi_progress_nic(nic);
+        }
     }
     return events;
 }

@@ -260,6 +260,9 @@ typedef struct mca_btl_ofi_filter_t {
     char **domain_exclude;
     /** providers already opened and found without a 64-bit compare-and-swap (exact names) */
     char **passed_over;
+    /** domains already in use (exact names): further NICs (mca_btl_ofi_discover_nics) */
+    char **skip_domains;
+    bool no_loopback; /**< never a loopback-only domain */
 } mca_btl_ofi_filter_t;
 
 /*
@@ -350,9 +353,13 @@ static bool mca_btl_ofi_provider_wanted(const mca_btl_ofi_filter_t *filter,
     return !mca_btl_ofi_list_names(filter->exclude, name, true);
 }
 
+static bool mca_btl_ofi_loopback_only(const struct fi_info *info);
+
 static bool mca_btl_ofi_wanted(const mca_btl_ofi_filter_t *filter, const struct fi_info *info)
 {
-    if (!mca_btl_ofi_provider_wanted(filter, info)) {
+    if (!mca_btl_ofi_provider_wanted(filter, info) ||
+        mca_btl_ofi_in_list(filter->skip_domains, info->domain_attr->name) ||
+        (filter->no_loopback && mca_btl_ofi_loopback_only(info))) {
         return false;
     }
     if (filter->domain_include) {
@@ -1074,4 +1081,39 @@ struct fi_info *mca_btl_ofi_discover_local(bool enable_mpi_threads, const char *
     bool declined = false;
 
     return mca_btl_ofi_select(&filter, enable_mpi_threads, &declined);
+}
+
+int mca_btl_ofi_discover_nics(bool enable_mpi_threads, const struct fi_info *front,
+                              struct fi_info **out, int max)
+{
+    char *provider[2] = {front->fabric_attr->prov_name, NULL};
+    mca_btl_ofi_filter_t filter = {.include = provider, .no_loopback = true};
+    bool declined = false;
+    int found = 0;
+
+    if (!mca_btl_ofi_parse_domains("domain_include", mca_btl_ofi_params.domain_include,
+                                   &filter.domain_include) ||
+        !mca_btl_ofi_parse_domains("domain_exclude", mca_btl_ofi_params.domain_exclude,
+                                   &filter.domain_exclude)) {
+        goto out;
+    }
+    opal_argv_append_nosize(&filter.skip_domains, front->domain_attr->name);
+    while (found < max) {
+        struct fi_info *info = mca_btl_ofi_select(&filter, enable_mpi_threads, &declined);
+
+        if (NULL == info) {
+            break;
+        }
+        if (0 != strcmp(info->fabric_attr->prov_name, front->fabric_attr->prov_name)) {
+            fi_freeinfo(info); /* another stack over the same core: not this provider */
+            break;
+        }
+        opal_argv_append_nosize(&filter.skip_domains, info->domain_attr->name);
+        out[found++] = info;
+    }
+out:
+    opal_argv_free(filter.domain_include);
+    opal_argv_free(filter.domain_exclude);
+    opal_argv_free(filter.skip_domains);
+    return found;
 }

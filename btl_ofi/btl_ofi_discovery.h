@@ -35,6 +35,18 @@ struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads, char **passed_over
 struct fi_info *mca_btl_ofi_discover_local(bool enable_mpi_threads, const char *provider);
 
 /**
+ * The other domains (NICs) of front's provider that btl_ofi_domain_include /
+ * _exclude allow, none of them loopback-only, as mca_btl_ofi_discover would
+ * choose them one after the other: the further NICs large puts and gets are
+ * striped over (btl_ofi_rails.c). Decline with mca_btl_ofi_decline_hold.
+ *
+ * @param out (OUT) up to max fi_info (the caller owns them)
+ * @retval how many were found
+ */
+int mca_btl_ofi_discover_nics(bool enable_mpi_threads, const struct fi_info *front,
+                              struct fi_info **out, int max);
+
+/**
  * Parse btl_ofi_mr_mode: "none", a comma list of virt_addr/prov_key/allocated,
  * or a number made of those bits.
  *

@@ -28,6 +28,7 @@ static void mca_btl_ofi_endpoint_construct(mca_btl_base_endpoint_t *endpoint)
     endpoint->proc = NULL;
     endpoint->module = NULL;
     endpoint->twin = NULL;
+    endpoint->stripes = 0;
     endpoint->peer_addr = FI_ADDR_NOTAVAIL;
     atomic_store(&endpoint->unproven, false);
     endpoint->batch = NULL;
@@ -38,23 +39,31 @@ static void mca_btl_ofi_endpoint_construct(mca_btl_base_endpoint_t *endpoint)
 OBJ_CLASS_INSTANCE(mca_btl_base_endpoint_t, opal_object_t, mca_btl_ofi_endpoint_construct, NULL);
 
 /*
- * The modex key of a module's data. The node-local module (module->front) publishes
- * under a name of its own ("<component>-local"), seen by the processes of this node only.
+ * The modex key of a module's data. A module beside the one Open MPI sees publishes under
+ * a name of its own: "<component>-local" (the node-local one, seen by the processes of
+ * this node only), "<component>-nic<k>" (the k-th further NIC).
  */
 static const mca_base_component_t *mca_btl_ofi_modex_key(const mca_btl_ofi_module_t *module)
 {
-    static mca_base_component_t local_key;
+    static mca_base_component_t keys[MCA_BTL_OFI_SLOTS];
+    mca_base_component_t *key = &keys[module->slot];
+    const char *name = module->super.btl_component->btl_version.mca_component_name;
 
-    if (NULL == module->front) {
+    if (0 == module->slot) {
         return &module->super.btl_component->btl_version;
     }
-    if ('\0' == local_key.mca_component_name[0]) {
-        /* made once, at init (the node-local module publishes before any peer is added) */
-        local_key = module->super.btl_component->btl_version;
-        snprintf(local_key.mca_component_name, sizeof(local_key.mca_component_name), "%.48s-local",
-                 module->super.btl_component->btl_version.mca_component_name);
+    if ('\0' == key->mca_component_name[0]) {
+        /* made once, at init (each module publishes before any peer is added) */
+        *key = module->super.btl_component->btl_version;
+        if (mca_btl_ofi_node_local(module)) {
+            snprintf(key->mca_component_name, sizeof(key->mca_component_name), "%.48s-local",
+                     name);
+        } else {
+            snprintf(key->mca_component_name, sizeof(key->mca_component_name), "%.48s-nic%d",
+                     name, module->slot - 1);
+        }
     }
-    return &local_key;
+    return key;
 }
 
 int mca_btl_ofi_modex_send(mca_btl_ofi_module_t *module)
@@ -83,7 +92,7 @@ int mca_btl_ofi_modex_send(mca_btl_ofi_module_t *module)
     msg->addrlen = (uint32_t)addrlen;
 
     rc = mca_btl_ofi_compat_modex_send(mca_btl_ofi_modex_key(module), msg, sizeof(*msg) + addrlen,
-                                       NULL != module->front);
+                                       mca_btl_ofi_node_local(module));
     free(msg);
     return rc;
 }
@@ -135,7 +144,7 @@ static mca_btl_base_endpoint_t *mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t
         endpoint->proc = proc;
         endpoint->module = module;
         endpoint->peer_addr = addr;
-        if (NULL != module->front) {
+        if (mca_btl_ofi_node_local(module)) {
             mca_btl_ofi_count(MCA_BTL_OFI_CNT_LOCAL_PEERS, 1);
         }
         endpoint->proof_handle = msg->proof_handle;
@@ -160,6 +169,35 @@ static mca_btl_base_endpoint_t *mca_btl_ofi_endpoint_get(mca_btl_ofi_module_t *m
     }
     OPAL_THREAD_UNLOCK(&module->endpoint_lock);
     return endpoint;
+}
+
+/*
+ * A peer on another node: its endpoints on the further NICs, in order, as far as it
+ * published addresses there (set once; under the endpoint lock, add_procs may run in
+ * several threads).
+ */
+static void mca_btl_ofi_stripes_get(mca_btl_ofi_module_t *module,
+                                    mca_btl_base_endpoint_t *endpoint)
+{
+    mca_btl_base_endpoint_t *stripe[MCA_BTL_OFI_STRIPES_MAX - 1];
+    int count = 0;
+
+    if (0 != endpoint->stripes) {
+        return;
+    }
+    for (int i = 0; i < module->nic_count; ++i) {
+        stripe[count] = mca_btl_ofi_endpoint_get(module->nics[i], endpoint->proc);
+        if (NULL == stripe[count]) {
+            break; /* the parts go to the NICs in order: stop at the first the peer lacks */
+        }
+        ++count;
+    }
+    OPAL_THREAD_LOCK(&module->endpoint_lock);
+    if (0 == endpoint->stripes) {
+        memcpy(endpoint->stripe, stripe, sizeof(stripe[0]) * (size_t)count);
+        endpoint->stripes = count;
+    }
+    OPAL_THREAD_UNLOCK(&module->endpoint_lock);
 }
 
 /*
@@ -214,6 +252,10 @@ int mca_btl_ofi_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
         }
         if (NULL == peers[i]) {
             peers[i] = mca_btl_ofi_endpoint_get(module, procs[i]);
+            if (NULL != peers[i] && 0 != module->nic_count &&
+                !OPAL_PROC_ON_LOCAL_NODE(procs[i]->proc_flags)) {
+                mca_btl_ofi_stripes_get(module, peers[i]);
+            }
         }
         if (NULL != peers[i] && NULL != reachable) {
             (void)opal_bitmap_set_bit(reachable, (int)i);

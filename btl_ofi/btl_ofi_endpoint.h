@@ -25,6 +25,10 @@ struct mca_btl_base_endpoint_t {
     /** a peer on this node reached through the node-local domain whose atomics travel on
      *  the network one (!local_atomics): its endpoint there; else NULL */
     struct mca_btl_base_endpoint_t *twin;
+    /** a peer on another node: its endpoints on the further NICs (module->nics), in order;
+     *  stripes of them (set once, by the add_procs that made this endpoint) */
+    struct mca_btl_base_endpoint_t *stripe[MCA_BTL_OFI_STRIPES_MAX - 1];
+    int stripes;
     fi_addr_t peer_addr;
     /** the peer's proof word, read by flush to prove remote completion */
     mca_btl_base_registration_handle_t proof_handle;

@@ -93,17 +93,22 @@ static void mca_btl_ofi_drain_bounded(mca_btl_ofi_module_t *module)
 int mca_btl_ofi_finalize(struct mca_btl_base_module_t *btl)
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *)btl;
-    const bool node_local = NULL != module->front;
+    const bool beside = NULL != module->front;
 
     if (module->initialized) {
         mca_btl_ofi_drain_bounded(module);
     }
+    /* the modules beside this one first: their registrations are named by this one's,
+     * which are only closed below (regs_release does not look at their other slots) */
     if (NULL != module->local) {
-        /* the node-local module first: its registrations are named by this one's, which
-         * are only closed below (regs_release does not look at their node-local half) */
         mca_btl_ofi_finalize(&module->local->super);
         module->local = NULL;
     }
+    for (int i = 0; i < module->nic_count; ++i) {
+        mca_btl_ofi_finalize(&module->nics[i]->super);
+        module->nics[i] = NULL;
+    }
+    module->nic_count = 0;
     module->initialized = false;
 
     /* Registrations and endpoints before the fids they belong to. */
@@ -131,8 +136,8 @@ int mca_btl_ofi_finalize(struct mca_btl_base_module_t *btl)
     OBJ_DESTRUCT(&module->endpoint_lock);
     OBJ_DESTRUCT(&module->ops);
     free(module);
-    if (!node_local) {
-        /* the node-local module's finalize leaves that to the module that owns it */
+    if (!beside) {
+        /* a module beside another leaves that to the one that owns it */
         mca_btl_ofi_reg_pool_fini();
     }
     return OPAL_SUCCESS;

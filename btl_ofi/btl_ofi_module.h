@@ -17,6 +17,13 @@
 
 BEGIN_C_DECLS
 
+/** Network domains (NICs) one module stripes large puts and gets over: its own and up to
+ *  MCA_BTL_OFI_STRIPES_MAX - 1 more (btl_ofi_rails.c). */
+#define MCA_BTL_OFI_STRIPES_MAX 4
+/** Handle slots of a module with domains beside its own: its own (0), the node-local
+ *  domain's (1), then each further NIC's (2..). */
+#define MCA_BTL_OFI_SLOTS (1 + MCA_BTL_OFI_STRIPES_MAX)
+
 /** Datatype index of an atomic: bit 0 = 32-bit, bit 1 = floating point. */
 #define MCA_BTL_OFI_ATOMIC_DT_COUNT 4
 
@@ -124,10 +131,24 @@ struct mca_btl_ofi_module_t {
     struct mca_btl_ofi_module_t *front;
     /** atomics to a peer on this node travel on the node-local domain (else on this one) */
     bool local_atomics;
+    /** further NICs of the network provider (on the module Open MPI sees): puts and gets of
+     *  at least stripe_min bytes to a peer on another node are split over them and this one */
+    struct mca_btl_ofi_module_t *nics[MCA_BTL_OFI_STRIPES_MAX - 1];
+    int nic_count;
+    size_t stripe_min; /**< 0: no striping */
+    /** on a module beside the one Open MPI sees: the slot of its handle in that one's
+     *  handles (1: node-local, 2..: further NICs); 0 on that one */
+    int slot;
     /** passes of progress that left this (network) module's CQ unread (btl_ofi_ops.c,
      *  mca_btl_ofi_progress_beside) */
     unsigned skipped_polls;
 };
+
+/** A module beside the one Open MPI sees, for the peers on this node (slot 1). */
+static inline bool mca_btl_ofi_node_local(const mca_btl_ofi_module_t *module)
+{
+    return 1 == module->slot;
+}
 
 /** The module completion callbacks name: the one Open MPI sees. */
 static inline struct mca_btl_base_module_t *mca_btl_ofi_module_seen(mca_btl_ofi_module_t *module)

@@ -25,8 +25,8 @@ static void mca_btl_ofi_reg_construct(mca_btl_ofi_reg_t *reg)
     reg->mr = NULL;
     reg->desc = NULL;
     memset(&reg->handle, 0, sizeof(reg->handle));
-    memset(&reg->rail_handle, 0, sizeof(reg->rail_handle));
-    reg->rail_reg = NULL;
+    memset(reg->rail_handle, 0, sizeof(reg->rail_handle));
+    memset(reg->rail_reg, 0, sizeof(reg->rail_reg));
     reg->cached = false;
     reg->remote = false;
     reg->gone = false;

@@ -34,11 +34,12 @@ typedef struct mca_btl_ofi_reg_t {
     struct fid_mr *mr; /**< NULL for an empty (zero-length) registration */
     void *desc;
     mca_btl_base_registration_handle_t handle;
-    /** with a node-local domain in use (module->local), that domain's handle of the same
-     *  memory: peers receive both (btl_registration_handle_size), so it must follow handle */
-    mca_btl_base_registration_handle_t rail_handle;
-    /** that domain's registration, or NULL (none, or a registration for local use only) */
-    struct mca_btl_ofi_reg_t *rail_reg;
+    /** with domains beside this one (btl_ofi_rails.c), their handles of the same memory, by
+     *  slot - 1 (node-local, then further NICs): peers receive them all
+     *  (btl_registration_handle_size), so they must follow handle */
+    mca_btl_base_registration_handle_t rail_handle[MCA_BTL_OFI_SLOTS - 1];
+    /** those domains' registrations, or NULL (none, or a registration for local use only) */
+    struct mca_btl_ofi_reg_t *rail_reg[MCA_BTL_OFI_SLOTS - 1];
     bool remote; /**< registered for peers' access (counted in module->remote_regs) */
     /* the registration cache's (btl_ofi_rcache.c), under its lock */
     bool cached;    /**< made by the cache: release it with mca_btl_ofi_rcache_put */

@@ -241,10 +241,11 @@ int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module)
 /* Every how many passes an idle network module's CQ is read beside a node-local one. */
 #define MCA_BTL_OFI_BESIDE_POLL_EVERY 8
 
-int mca_btl_ofi_progress_beside(mca_btl_ofi_module_t *module)
+/* Reading module's CQ now, or (skippable) only at every MCA_BTL_OFI_BESIDE_POLL_EVERY-th
+ * call while nothing of its own is in flight or waits to be posted. */
+static int mca_btl_ofi_progress_every(mca_btl_ofi_module_t *module, bool skippable)
 {
-    if (0 == atomic_load_explicit(&module->outstanding, memory_order_relaxed) &&
-        0 != atomic_load_explicit(&module->local->outstanding, memory_order_relaxed) &&
+    if (skippable && 0 == atomic_load_explicit(&module->outstanding, memory_order_relaxed) &&
         opal_list_is_empty(&module->deferred) &&
         ++module->skipped_polls < MCA_BTL_OFI_BESIDE_POLL_EVERY) {
         return 0;
@@ -253,16 +254,44 @@ int mca_btl_ofi_progress_beside(mca_btl_ofi_module_t *module)
     return mca_btl_ofi_progress_module(module);
 }
 
+int mca_btl_ofi_progress_beside(mca_btl_ofi_module_t *module)
+{
+    return mca_btl_ofi_progress_every(
+        module, NULL != module->local &&
+                    0 != atomic_load_explicit(&module->local->outstanding, memory_order_relaxed));
+}
+
+int mca_btl_ofi_progress_nic(mca_btl_ofi_module_t *module)
+{
+    return mca_btl_ofi_progress_every(module, true);
+}
+
+int mca_btl_ofi_progress_family(mca_btl_ofi_module_t *front, const mca_btl_ofi_module_t *except)
+{
+    int events = 0;
+
+    if (front != except && front->initialized) {
+        events += mca_btl_ofi_progress_beside(front);
+    }
+    if (NULL != front->local && front->local != except && front->local->initialized) {
+        events += mca_btl_ofi_progress_module(front->local);
+    }
+    for (int i = 0; i < front->nic_count; ++i) {
+        if (front->nics[i] != except && front->nics[i]->initialized) {
+            events += mca_btl_ofi_progress_nic(front->nics[i]);
+        }
+    }
+    return events;
+}
+
 int mca_btl_ofi_progress_wait(mca_btl_ofi_module_t *module)
 {
     int events = mca_btl_ofi_progress_module(module);
 
-    /* With two domains, a peer this process waits for may itself wait for this process's
-     * progress on the other one (shm and tcp both apply at the target): serve both. */
-    if (NULL != module->front && module->front->initialized) {
-        events += mca_btl_ofi_progress_beside(module->front);
-    } else if (NULL != module->local && module->local->initialized) {
-        events += mca_btl_ofi_progress_module(module->local);
+    /* With several domains, a peer this process waits for may itself wait for this
+     * process's progress on another one (shm and tcp both apply at the target): serve all. */
+    if (NULL != module->front || NULL != module->local || 0 != module->nic_count) {
+        events += mca_btl_ofi_progress_family(module->front ? module->front : module, module);
     }
 
     if (0 == events && opal_progress_yield_when_idle) {

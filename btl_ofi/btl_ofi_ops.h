@@ -209,7 +209,8 @@ int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module);
 int mca_btl_ofi_progress_wait(mca_btl_ofi_module_t *module);
 
 /**
- * Progress of the network module beside its node-local one (module->local): while this
+ * Progress of the network module (without a node-local one beside it: at every call,
+ * as mca_btl_ofi_progress_module). Beside its node-local one (module->local): while this
  * process waits for operations on the node-local domain only, the network CQ is read at
  * every MCA_BTL_OFI_BESIDE_POLL_EVERY-th pass; otherwise at every pass. Reading tcp's CQ
  * costs a system call, which an on-node operation's latency would pay at each pass of its
@@ -219,6 +220,24 @@ int mca_btl_ofi_progress_wait(mca_btl_ofi_module_t *module);
  * @retval the completions read (0 when skipped)
  */
 int mca_btl_ofi_progress_beside(mca_btl_ofi_module_t *module);
+
+/**
+ * Progress of a further NIC (module->front's nics): its CQ is read at every pass while it
+ * has parts of a striped transfer in flight, else at every MCA_BTL_OFI_BESIDE_POLL_EVERY-th
+ * (its only traffic is such parts, which are large: a few passes more do not show, and the
+ * system call of each read stays out of small operations' latency).
+ *
+ * @retval the completions read (0 when skipped)
+ */
+int mca_btl_ofi_progress_nic(mca_btl_ofi_module_t *module);
+
+/**
+ * One pass over every module of a family (front, the module Open MPI sees, and the
+ * modules beside it) but except: the front through mca_btl_ofi_progress_beside.
+ *
+ * @retval the completions read
+ */
+int mca_btl_ofi_progress_family(mca_btl_ofi_module_t *front, const mca_btl_ofi_module_t *except);
 
 /**
  * Park an operation whose next post met -FI_EAGAIN inside progress; the next
@@ -249,10 +268,15 @@ static inline bool mca_btl_ofi_op_desc(mca_btl_ofi_module_t *module, mca_btl_ofi
     if (OPAL_LIKELY(NULL != op->local_handle)) {
         const mca_btl_ofi_reg_t *reg = container_of(op->local_handle, mca_btl_ofi_reg_t, handle);
 
-        /* the node-local module is handed the handles of the module Open MPI sees; it needs
-         * no local descriptors (mca_btl_ofi_rails_attach) */
-        *desc = OPAL_LIKELY(NULL == module->front) ? reg->desc : NULL;
-        return true;
+        /* a module beside the one Open MPI sees is handed that one's handles: its own
+         * registration of the memory is in their slot, where there is one */
+        if (OPAL_UNLIKELY(NULL != module->front)) {
+            reg = reg->rail_reg[module->slot - 1];
+        }
+        if (OPAL_LIKELY(NULL != reg)) {
+            *desc = reg->desc;
+            return true;
+        }
     }
     *desc = NULL;
     if (OPAL_LIKELY(!module->mr_local || 0 == size)) {

@@ -95,6 +95,18 @@ static mca_btl_ofi_int_param_t mca_btl_ofi_int_params[] = {
         .value = &mca_btl_ofi_params.put_coalesce,
     },
     {
+        .name = "stripe_min",
+        .help = "Puts and gets of at least this many bytes to a peer on another node are split "
+                "over every NIC (domain) of the provider this process uses, each part on its "
+                "own endpoint and registration, where the provider offers several; 0: never. "
+                "The further NICs are the provider's other domains that btl_ofi_domain_include "
+                "/ _exclude allow and that reach other hosts, at most 3",
+        .default_text = "262144",
+        .min = 0,
+        .max = INT32_MAX,
+        .value = &mca_btl_ofi_params.stripe_min,
+    },
+    {
         .name = "put_coalesce_max",
         .help = "The largest put, in bytes, that btl_ofi_put_coalesce gathers",
         .default_text = "512",

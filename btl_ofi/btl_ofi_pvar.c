@@ -135,6 +135,14 @@ static const struct {
                                      "Peers (this process included) reached over the "
                                      "node-local domain",
                                      MCA_BASE_PVAR_CLASS_LEVEL},
+    [MCA_BTL_OFI_CNT_STRIPED] = {"stripe_count",
+                                 "Puts and gets split over several NICs (btl_ofi_stripe_min); "
+                                 "each part is also in put_count or get_count",
+                                 MCA_BASE_PVAR_CLASS_COUNTER},
+    [MCA_BTL_OFI_CNT_NICS] = {"nics",
+                              "Network domains (NICs) this process uses: 1, or more where "
+                              "large puts and gets are striped",
+                              MCA_BASE_PVAR_CLASS_LEVEL},
     [MCA_BTL_OFI_CNT_REFUSED] = {"refused_count",
                                  "Operations refused for a missing endpoint or registration handle "
                                  "or an address outside the registration",

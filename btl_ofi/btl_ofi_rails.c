@@ -1,15 +1,17 @@
 /*
- * btl-ofi with two domains in one module: the module Open MPI sees carries
+ * btl-ofi with several domains in one module: the module Open MPI sees carries
  * the peers on other nodes over the network provider; a second module of its
  * own, opened on a node-local provider (shm) and published in the modex for
- * this node only, carries the peers on this node. Each peer's endpoint names
- * the module that reaches it (endpoint->module), and the calls below send
- * each operation there.
+ * this node only, carries the peers on this node; further modules on the
+ * network provider's other domains (NICs) carry parts of large puts and gets
+ * to peers on other nodes (striping). Each peer's endpoint names the module
+ * that reaches it (endpoint->module) and its endpoints on the further NICs
+ * (endpoint->stripe), and the calls below send each operation there.
  *
- * Registration handles hold both domains' handles, one after the other
- * (btl_registration_handle_size doubles): the network one first, so that
- * everything that reads a handle of the module Open MPI sees reads it as
- * before; the node-local module is handed the second half.
+ * Registration handles hold every domain's handle, one after the other
+ * (btl_registration_handle_size grows by slots): the network one first, so
+ * that everything that reads a handle of the module Open MPI sees reads it as
+ * before; a module beside it is handed the handle of its slot.
  *
  * Atomics from this node and from other nodes on one word must stay atomic
  * with each other (NOTES.txt section 2c). With software providers (tcp,
@@ -32,35 +34,45 @@
 #include "btl_ofi_compat.h"
 #include "btl_ofi_endpoint.h"
 #include "btl_ofi_mr.h"
+#include "btl_ofi_ops.h"
 #include "btl_ofi_params.h"
 #include "btl_ofi_pvar.h"
 #include "btl_ofi_rdma.h"
 
-/* Both halves of a registration travel together (mca_btl_ofi_reg_t). */
+/* Every slot of a registration travels together (mca_btl_ofi_reg_t). */
 _Static_assert(offsetof(mca_btl_ofi_reg_t, rail_handle) ==
                    offsetof(mca_btl_ofi_reg_t, handle) + sizeof(mca_btl_base_registration_handle_t),
-               "the node-local handle must follow the network one");
+               "the other domains' handles must follow the network one");
 
 static bool mca_btl_ofi_rails_none(const char *provider)
 {
     return NULL == provider || '\0' == provider[0] || 0 == strcasecmp(provider, "none");
 }
 
+/* A job with processes on other nodes than this one: the same answer in every process. */
+static bool mca_btl_ofi_rails_across_nodes(const mca_btl_ofi_module_t *module)
+{
+    uint32_t job_size = mca_btl_ofi_compat_job_size();
+
+    return !module->local_only && 0 != job_size &&
+           job_size > (uint32_t)opal_process_info.num_local_peers + 1;
+}
+
 const char *mca_btl_ofi_rails_wanted(const mca_btl_ofi_module_t *module)
 {
     const char *provider = mca_btl_ofi_params.local_provider;
-    uint32_t job_size;
 
-    if (mca_btl_ofi_rails_none(provider) || module->local_only ||
-        0 == strcasecmp(provider, module->info->fabric_attr->prov_name)) {
-        return NULL;
-    }
-    /* the same answer in every process of the job: all of them size handles alike */
-    job_size = mca_btl_ofi_compat_job_size();
-    if (0 == job_size || job_size <= (uint32_t)opal_process_info.num_local_peers + 1) {
+    if (mca_btl_ofi_rails_none(provider) ||
+        0 == strcasecmp(provider, module->info->fabric_attr->prov_name) ||
+        !mca_btl_ofi_rails_across_nodes(module)) {
         return NULL;
     }
     return provider;
+}
+
+bool mca_btl_ofi_rails_stripes_wanted(const mca_btl_ofi_module_t *module)
+{
+    return 0 < mca_btl_ofi_params.stripe_min && mca_btl_ofi_rails_across_nodes(module);
 }
 
 /* The providers whose atomics the target's CPU applies with atomic instructions (libfabric's
@@ -92,36 +104,19 @@ static bool mca_btl_ofi_cpu_atomics(const mca_btl_ofi_module_t *module)
 
 /* ---- the calls Open MPI makes, sent to the peer's module ----------------- */
 
-/* The second half of a handle of the module Open MPI sees: the node-local domain's. */
+/* The handle of a module beside the one Open MPI sees, in a handle of that one. */
 static struct mca_btl_base_registration_handle_t *
-mca_btl_ofi_rails_half(struct mca_btl_base_registration_handle_t *handle)
+mca_btl_ofi_rails_slot(struct mca_btl_base_registration_handle_t *handle,
+                       const mca_btl_ofi_module_t *beside)
 {
-    return NULL == handle ? NULL : handle + 1;
+    return NULL == handle ? NULL : handle + beside->slot;
 }
 
-static struct mca_btl_base_registration_handle_t *
-mca_btl_ofi_rails_register_mem(struct mca_btl_base_module_t *btl,
-                               struct mca_btl_base_endpoint_t *endpoint, void *base, size_t size,
-                               uint32_t flags)
+/* The module beside this one whose handles are in slot (1..). */
+static mca_btl_ofi_module_t *mca_btl_ofi_rails_of_slot(const mca_btl_ofi_module_t *module,
+                                                       int slot)
 {
-    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *)btl;
-    struct mca_btl_base_registration_handle_t *handle, *local;
-    mca_btl_ofi_reg_t *reg;
-
-    handle = mca_btl_ofi_register_mem(btl, endpoint, base, size, flags);
-    if (NULL == handle || NULL == module->local || 0 == (flags & MCA_BTL_OFI_REG_FLAGS_REMOTE)) {
-        /* a buffer only this process touches: the node-local domain needs no descriptor */
-        return handle;
-    }
-    local = mca_btl_ofi_register_mem(&module->local->super, endpoint, base, size, flags);
-    if (NULL == local) {
-        (void)mca_btl_ofi_deregister_mem(btl, handle);
-        return NULL;
-    }
-    reg = container_of(handle, mca_btl_ofi_reg_t, handle);
-    reg->rail_reg = container_of(local, mca_btl_ofi_reg_t, handle);
-    reg->rail_handle = *local;
-    return handle;
+    return 1 == slot ? module->local : module->nics[slot - 2];
 }
 
 static int mca_btl_ofi_rails_deregister_mem(struct mca_btl_base_module_t *btl,
@@ -134,14 +129,174 @@ static int mca_btl_ofi_rails_deregister_mem(struct mca_btl_base_module_t *btl,
         return OPAL_ERR_BAD_PARAM;
     }
     reg = container_of(handle, mca_btl_ofi_reg_t, handle);
-    if (NULL != reg->rail_reg) {
-        (void)mca_btl_ofi_deregister_mem(&module->local->super, &reg->rail_reg->handle);
-        reg->rail_reg = NULL;
+    for (int slot = 1; slot < MCA_BTL_OFI_SLOTS; ++slot) {
+        if (NULL != reg->rail_reg[slot - 1]) {
+            (void)mca_btl_ofi_deregister_mem(&mca_btl_ofi_rails_of_slot(module, slot)->super,
+                                             &reg->rail_reg[slot - 1]->handle);
+            reg->rail_reg[slot - 1] = NULL;
+        }
     }
     return mca_btl_ofi_deregister_mem(btl, handle);
 }
 
-/* A put or a get (one signature): to the module of its peer, with that module's handle. */
+/* Memory for peers is registered in every domain, each handle in its slot. */
+static struct mca_btl_base_registration_handle_t *
+mca_btl_ofi_rails_register_mem(struct mca_btl_base_module_t *btl,
+                               struct mca_btl_base_endpoint_t *endpoint, void *base, size_t size,
+                               uint32_t flags)
+{
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *)btl;
+    struct mca_btl_base_registration_handle_t *handle, *other;
+    mca_btl_ofi_module_t *beside[MCA_BTL_OFI_SLOTS - 1];
+    mca_btl_ofi_reg_t *reg;
+    int count = 0;
+
+    handle = mca_btl_ofi_register_mem(btl, endpoint, base, size, flags);
+    if (NULL == handle || 0 == (flags & MCA_BTL_OFI_REG_FLAGS_REMOTE)) {
+        /* a buffer only this process touches: the other domains register it per operation
+         * where they need a descriptor (mca_btl_ofi_op_desc) */
+        return handle;
+    }
+    if (NULL != module->local) {
+        beside[count++] = module->local;
+    }
+    for (int i = 0; i < module->nic_count; ++i) {
+        beside[count++] = module->nics[i];
+    }
+    reg = container_of(handle, mca_btl_ofi_reg_t, handle);
+    for (int i = 0; i < count; ++i) {
+        other = mca_btl_ofi_register_mem(&beside[i]->super, endpoint, base, size, flags);
+        if (NULL == other) {
+            (void)mca_btl_ofi_rails_deregister_mem(btl, handle);
+            return NULL;
+        }
+        reg->rail_reg[beside[i]->slot - 1] = container_of(other, mca_btl_ofi_reg_t, handle);
+        reg->rail_handle[beside[i]->slot - 1] = *other;
+    }
+    return handle;
+}
+
+/* A put or a get split over the NICs: one callback for Open MPI once every part is done. */
+typedef struct mca_btl_ofi_stripe_t {
+    mca_btl_base_rdma_completion_fn_t cbfunc;
+    void *cbcontext, *cbdata;
+    mca_btl_base_module_t *btl;
+    struct mca_btl_base_endpoint_t *endpoint;
+    void *local_address;
+    struct mca_btl_base_registration_handle_t *local_handle;
+    atomic_int pending; /**< parts posted and not done, plus one while posting */
+    atomic_int status;  /**< the first error of a part */
+} mca_btl_ofi_stripe_t;
+
+static void mca_btl_ofi_stripe_release(mca_btl_ofi_stripe_t *stripe)
+{
+    if (1 != atomic_fetch_sub(&stripe->pending, 1)) {
+        return;
+    }
+    stripe->cbfunc(stripe->btl, stripe->endpoint, stripe->local_address, stripe->local_handle,
+                   stripe->cbcontext, stripe->cbdata, atomic_load(&stripe->status));
+    free(stripe);
+}
+
+static void mca_btl_ofi_stripe_part_done(struct mca_btl_base_module_t *btl,
+                                         struct mca_btl_base_endpoint_t *endpoint,
+                                         void *local_address,
+                                         struct mca_btl_base_registration_handle_t *local_handle,
+                                         void *context, void *cbdata, int status)
+{
+    mca_btl_ofi_stripe_t *stripe = context;
+    int ok = OPAL_SUCCESS;
+
+    (void)btl, (void)endpoint, (void)local_address, (void)local_handle, (void)cbdata;
+    if (OPAL_SUCCESS != status) {
+        (void)atomic_compare_exchange_strong(&stripe->status, &ok, status);
+    }
+    mca_btl_ofi_stripe_release(stripe);
+}
+
+/*
+ * A put or get of size bytes split into one part per NIC (the first on this module, the
+ * others on endpoint->stripe), each part a multiple of 4 KiB but the last. Nothing is posted
+ * when the first part meets a full queue (OUT_OF_RESOURCE: Open MPI tries again); a later
+ * part that meets one waits for room (every module's progress runs meanwhile), so that a
+ * call that posted something always completes through cbfunc, with the first error of a
+ * part if one failed. Without cbfunc (osc/rdma's puts: flush tells it they are done) the
+ * parts go without one too; the flush of that peer covers every NIC.
+ */
+static int mca_btl_ofi_rails_striped(mca_btl_base_module_put_fn_t rma, mca_btl_ofi_module_t *module,
+                                     struct mca_btl_base_endpoint_t *endpoint, char *local_address,
+                                     uint64_t remote_address,
+                                     struct mca_btl_base_registration_handle_t *local_handle,
+                                     struct mca_btl_base_registration_handle_t *remote_handle,
+                                     size_t size, int flags, int order,
+                                     mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                                     void *cbdata)
+{
+    const int parts = 1 + endpoint->stripes;
+    const size_t part = ((size / (size_t)parts) + 4095) & ~(size_t)4095;
+    mca_btl_ofi_stripe_t *stripe = NULL == cbfunc ? NULL : malloc(sizeof(*stripe));
+    int failed = OPAL_SUCCESS;
+
+    if (NULL != cbfunc && NULL == stripe) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    if (NULL != stripe) {
+        *stripe = (mca_btl_ofi_stripe_t){
+        .cbfunc = cbfunc,
+        .cbcontext = cbcontext,
+        .cbdata = cbdata,
+        .btl = &module->super,
+        .endpoint = endpoint,
+        .local_address = local_address,
+        .local_handle = local_handle,
+        };
+        atomic_store(&stripe->pending, 1);
+        atomic_store(&stripe->status, OPAL_SUCCESS);
+    }
+    for (int i = 0; i < parts && (size_t)i * part < size; ++i) {
+        const size_t offset = (size_t)i * part;
+        const size_t len = size - offset < part ? size - offset : part;
+        mca_btl_ofi_module_t *nic = 0 == i ? module : module->nics[i - 1];
+        struct mca_btl_base_endpoint_t *to = 0 == i ? endpoint : endpoint->stripe[i - 1];
+        int rc;
+
+        if (NULL != stripe) {
+            atomic_fetch_add(&stripe->pending, 1);
+        }
+        for (;;) {
+            rc = rma(&nic->super, to, local_address + offset, remote_address + offset,
+                     local_handle, remote_handle + nic->slot, len, flags, order,
+                     stripe ? mca_btl_ofi_stripe_part_done : NULL, stripe, NULL);
+            if (OPAL_ERR_OUT_OF_RESOURCE != rc || 0 == i) {
+                break;
+            }
+            (void)mca_btl_ofi_progress_wait(nic);
+        }
+        if (OPAL_SUCCESS != rc) {
+            if (0 == i) {
+                free(stripe);
+                return rc;
+            }
+            failed = rc;
+            if (NULL != stripe) {
+                atomic_fetch_sub(&stripe->pending, 1);
+                atomic_store(&stripe->status, rc);
+            }
+            break;
+        }
+    }
+    mca_btl_ofi_count(MCA_BTL_OFI_CNT_STRIPED, 1);
+    if (NULL != stripe) {
+        mca_btl_ofi_stripe_release(stripe);
+        return OPAL_SUCCESS;
+    }
+    /* no callback to carry a later part's failure: the caller hears it now, the parts
+     * posted before it are covered by its flush */
+    return failed;
+}
+
+/* A put or a get (one signature): to the module of its peer, with that module's handle;
+ * split over the NICs when it is large and the peer is reached through several. */
 static int mca_btl_ofi_rails_rma(mca_btl_base_module_put_fn_t rma,
                                  struct mca_btl_base_module_t *btl,
                                  struct mca_btl_base_endpoint_t *endpoint, void *local_address,
@@ -152,41 +307,37 @@ static int mca_btl_ofi_rails_rma(mca_btl_base_module_put_fn_t rma,
                                  mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
                                  void *cbdata)
 {
-    if (NULL != endpoint && endpoint->module != (mca_btl_ofi_module_t *)btl) {
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *)btl;
+
+    if (NULL != endpoint && endpoint->module != module) {
         btl = &endpoint->module->super;
-        remote_handle = mca_btl_ofi_rails_half(remote_handle);
+        remote_handle = mca_btl_ofi_rails_slot(remote_handle, endpoint->module);
+    } else if (NULL != endpoint && 0 != endpoint->stripes && NULL != remote_handle &&
+               module->stripe_min <= size && 0 != module->stripe_min) {
+        return mca_btl_ofi_rails_striped(rma, module, endpoint, local_address, remote_address,
+                                         local_handle, remote_handle, size, flags, order, cbfunc,
+                                         cbcontext, cbdata);
     }
     return rma(btl, endpoint, local_address, remote_address, local_handle, remote_handle, size,
                flags, order, cbfunc, cbcontext, cbdata);
 }
 
-static int mca_btl_ofi_rails_put(struct mca_btl_base_module_t *btl,
-                                 struct mca_btl_base_endpoint_t *endpoint, void *local_address,
-                                 uint64_t remote_address,
-                                 struct mca_btl_base_registration_handle_t *local_handle,
-                                 struct mca_btl_base_registration_handle_t *remote_handle,
-                                 size_t size, int flags, int order,
-                                 mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
-                                 void *cbdata)
-{
-    return mca_btl_ofi_rails_rma(mca_btl_ofi_put, btl, endpoint, local_address, remote_address,
-                                 local_handle, remote_handle, size, flags, order, cbfunc,
-                                 cbcontext, cbdata);
-}
+/* btl_put and btl_get: one signature, one path (mca_btl_ofi_rails_rma). */
+#define MCA_BTL_OFI_RAILS_RMA(name, fn)                                                            \
+    static int name(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,   \
+                    void *local_address, uint64_t remote_address,                                  \
+                    struct mca_btl_base_registration_handle_t *local_handle,                       \
+                    struct mca_btl_base_registration_handle_t *remote_handle, size_t size,         \
+                    int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc,                \
+                    void *cbcontext, void *cbdata)                                                 \
+    {                                                                                              \
+        return mca_btl_ofi_rails_rma(fn, btl, endpoint, local_address, remote_address,             \
+                                     local_handle, remote_handle, size, flags, order, cbfunc,      \
+                                     cbcontext, cbdata);                                           \
+    }
 
-static int mca_btl_ofi_rails_get(struct mca_btl_base_module_t *btl,
-                                 struct mca_btl_base_endpoint_t *endpoint, void *local_address,
-                                 uint64_t remote_address,
-                                 struct mca_btl_base_registration_handle_t *local_handle,
-                                 struct mca_btl_base_registration_handle_t *remote_handle,
-                                 size_t size, int flags, int order,
-                                 mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
-                                 void *cbdata)
-{
-    return mca_btl_ofi_rails_rma(mca_btl_ofi_get, btl, endpoint, local_address, remote_address,
-                                 local_handle, remote_handle, size, flags, order, cbfunc,
-                                 cbcontext, cbdata);
-}
+MCA_BTL_OFI_RAILS_RMA(mca_btl_ofi_rails_put, mca_btl_ofi_put)
+MCA_BTL_OFI_RAILS_RMA(mca_btl_ofi_rails_get, mca_btl_ofi_get)
 
 /*
  * Where an atomic to this endpoint goes: the module to call, with the endpoint and remote
@@ -204,7 +355,7 @@ mca_btl_ofi_rails_atomic_route(mca_btl_ofi_module_t *module,
         *endpoint = (*endpoint)->twin;
         return &module->super;
     }
-    *remote_handle = mca_btl_ofi_rails_half(*remote_handle);
+    *remote_handle = mca_btl_ofi_rails_slot(*remote_handle, (*endpoint)->module);
     return &(*endpoint)->module->super;
 }
 
@@ -260,19 +411,35 @@ static int mca_btl_ofi_rails_flush(struct mca_btl_base_module_t *btl,
                                    struct mca_btl_base_endpoint_t *endpoint)
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *)btl;
-    int rc, rc_local = OPAL_SUCCESS;
+    int rc = OPAL_SUCCESS, each;
 
-    if (NULL != endpoint && endpoint->module == module) {
-        return mca_btl_ofi_flush(btl, endpoint);
+    if (NULL == endpoint) {
+        rc = mca_btl_ofi_flush(btl, NULL);
+        if (NULL != module->local) {
+            each = mca_btl_ofi_flush(&module->local->super, NULL);
+            rc = OPAL_SUCCESS != rc ? rc : each;
+        }
+        for (int i = 0; i < module->nic_count; ++i) {
+            each = mca_btl_ofi_flush(&module->nics[i]->super, NULL);
+            rc = OPAL_SUCCESS != rc ? rc : each;
+        }
+        return rc;
     }
-    if (NULL != module->local) {
-        rc_local = mca_btl_ofi_flush(&module->local->super, endpoint);
+    if (endpoint->module != module) {
+        /* a peer on this node, and where its atomics take the network, that endpoint too */
+        rc = mca_btl_ofi_flush(&endpoint->module->super, endpoint);
+        if (NULL != endpoint->twin) {
+            each = mca_btl_ofi_flush(btl, endpoint->twin);
+            rc = OPAL_SUCCESS != rc ? rc : each;
+        }
+        return rc;
     }
-    if (NULL == endpoint || NULL != endpoint->twin) {
-        rc = mca_btl_ofi_flush(btl, endpoint ? endpoint->twin : NULL);
-        return OPAL_SUCCESS != rc_local ? rc_local : rc;
+    rc = mca_btl_ofi_flush(btl, endpoint);
+    for (int i = 0; i < endpoint->stripes; ++i) {
+        each = mca_btl_ofi_flush(&endpoint->stripe[i]->module->super, endpoint->stripe[i]);
+        rc = OPAL_SUCCESS != rc ? rc : each;
     }
-    return rc_local;
+    return rc;
 }
 
 /* ---- set up -------------------------------------------------------------- */
@@ -299,47 +466,69 @@ static void mca_btl_ofi_rails_record(const mca_btl_ofi_module_t *module,
                         module->info->fabric_attr->prov_name);
 }
 
-void mca_btl_ofi_rails_attach(mca_btl_ofi_module_t *module, mca_btl_ofi_module_t *local)
+/* What every domain in use takes. */
+static void mca_btl_ofi_rails_limits(mca_btl_base_module_t *front, const mca_btl_ofi_module_t *m)
+{
+    if (m->super.btl_put_limit < front->btl_put_limit) {
+        front->btl_put_limit = m->super.btl_put_limit;
+    }
+    if (m->super.btl_get_limit < front->btl_get_limit) {
+        front->btl_get_limit = m->super.btl_get_limit;
+    }
+    if (m->super.btl_put_alignment > front->btl_put_alignment) {
+        front->btl_put_alignment = m->super.btl_put_alignment;
+    }
+    if (m->super.btl_get_alignment > front->btl_get_alignment) {
+        front->btl_get_alignment = m->super.btl_get_alignment;
+    }
+}
+
+void mca_btl_ofi_rails_attach(mca_btl_ofi_module_t *module, mca_btl_ofi_module_t *local,
+                              mca_btl_ofi_module_t **nics, int nic_count, bool stripes)
 {
     mca_btl_base_module_t *front = &module->super;
     const uint32_t atomic_flags = front->btl_atomic_flags;
     const int choice = mca_btl_ofi_params.local_atomics;
 
-    /* Handles of both domains, in every process of the job (mca_btl_ofi_rails_wanted), also
-     * where this one has no node-local domain (its second half stays empty). */
-    front->btl_registration_handle_size = 2 * sizeof(mca_btl_base_registration_handle_t);
+    /* Handles of every slot the job may use, in every process of the job (the conditions of
+     * mca_btl_ofi_rails_wanted and _stripes_wanted are the same everywhere), also where this
+     * one has fewer domains (those slots stay empty). */
+    front->btl_registration_handle_size =
+        (stripes ? MCA_BTL_OFI_SLOTS : 2) * sizeof(mca_btl_base_registration_handle_t);
     front->btl_register_mem = mca_btl_ofi_rails_register_mem;
     front->btl_deregister_mem = mca_btl_ofi_rails_deregister_mem;
-    if (NULL == local) {
+    mca_btl_ofi_counter_set(MCA_BTL_OFI_CNT_NICS, 1 + (uint64_t)nic_count);
+    if (NULL == local && 0 == nic_count) {
         return;
     }
-
-    module->local_atomics =
-        MCA_BTL_OFI_LOCAL_ATOMICS_LOCAL == choice ||
-        (MCA_BTL_OFI_LOCAL_ATOMICS_AUTO == choice && mca_btl_ofi_cpu_atomics(module));
-    if (module->local_atomics && (local->super.btl_atomic_flags & atomic_flags) != atomic_flags) {
-        /* it lacks an atomic Open MPI will send: all of them take the network */
-        module->local_atomics = false;
+    if (NULL != local) {
+        module->local_atomics =
+            MCA_BTL_OFI_LOCAL_ATOMICS_LOCAL == choice ||
+            (MCA_BTL_OFI_LOCAL_ATOMICS_AUTO == choice && mca_btl_ofi_cpu_atomics(module));
+        if (module->local_atomics &&
+            (local->super.btl_atomic_flags & atomic_flags) != atomic_flags) {
+            /* it lacks an atomic Open MPI will send: all of them take the network */
+            module->local_atomics = false;
+        }
+        module->local = local;
+        mca_btl_ofi_rails_limits(front, local);
+        mca_btl_ofi_rails_record(module, local);
     }
-    module->local = local;
-    /* what both domains take */
-    if (local->super.btl_put_limit < front->btl_put_limit) {
-        front->btl_put_limit = local->super.btl_put_limit;
+    for (int i = 0; i < nic_count; ++i) {
+        module->nics[i] = nics[i];
+        mca_btl_ofi_rails_limits(front, nics[i]);
+        opal_output_verbose(10, mca_btl_ofi_output,
+                            MCA_BTL_OFI_LOG "striping puts and gets of %d bytes or more to peers "
+                                            "on other nodes over %s (fabric %s) too",
+                            mca_btl_ofi_params.stripe_min, nics[i]->info->domain_attr->name,
+                            nics[i]->info->fabric_attr->name);
     }
-    if (local->super.btl_get_limit < front->btl_get_limit) {
-        front->btl_get_limit = local->super.btl_get_limit;
-    }
-    if (local->super.btl_put_alignment > front->btl_put_alignment) {
-        front->btl_put_alignment = local->super.btl_put_alignment;
-    }
-    if (local->super.btl_get_alignment > front->btl_get_alignment) {
-        front->btl_get_alignment = local->super.btl_get_alignment;
-    }
+    module->nic_count = nic_count;
+    module->stripe_min = (size_t)mca_btl_ofi_params.stripe_min;
     front->btl_put = mca_btl_ofi_rails_put;
     front->btl_get = mca_btl_ofi_rails_get;
     front->btl_atomic_op = mca_btl_ofi_rails_aop;
     front->btl_atomic_fop = mca_btl_ofi_rails_afop;
     front->btl_atomic_cswap = mca_btl_ofi_rails_acswap;
     front->btl_flush = mca_btl_ofi_rails_flush;
-    mca_btl_ofi_rails_record(module, local);
 }

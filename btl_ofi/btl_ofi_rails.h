@@ -22,17 +22,26 @@ BEGIN_C_DECLS
 const char *mca_btl_ofi_rails_wanted(const mca_btl_ofi_module_t *module);
 
 /**
- * Give module handles of both domains (in every process where
- * mca_btl_ofi_rails_wanted said so, so that all size them alike) and, with
- * local (a module opened on the node-local provider with local->front ==
- * module, without FI_MR_LOCAL, already published in the modex), make local
- * the carrier of module's peers on this node: module's function table and
- * limits change so that each call goes to the module of its peer, and each
- * registration for peers is made in both domains.
+ * Whether puts and gets may be striped over several NICs in this job: btl_ofi_stripe_min
+ * is not 0 and the job has processes on other nodes (the same answer in every process).
+ */
+bool mca_btl_ofi_rails_stripes_wanted(const mca_btl_ofi_module_t *module);
+
+/**
+ * Give module handles of every slot the job may use (in every process where
+ * mca_btl_ofi_rails_wanted or _stripes_wanted said so, so that all size them alike:
+ * 2 slots, or MCA_BTL_OFI_SLOTS with stripes) and make the modules beside it carry what
+ * is theirs: local (opened on the node-local provider with local->front == module and
+ * slot 1, without FI_MR_LOCAL, already published in the modex) the peers on this node;
+ * nics (further NICs of module's provider, slots 2..) parts of large puts and gets to
+ * peers on other nodes. module's function table and limits change so that each call goes
+ * to the module of its peer, and each registration for peers is made in every domain.
  *
  * @param local (IN) the node-local module, or NULL where this process has none
+ * @param nics  (IN) nic_count further NIC modules (may be 0)
  */
-void mca_btl_ofi_rails_attach(mca_btl_ofi_module_t *module, mca_btl_ofi_module_t *local);
+void mca_btl_ofi_rails_attach(mca_btl_ofi_module_t *module, mca_btl_ofi_module_t *local,
+                              mca_btl_ofi_module_t **nics, int nic_count, bool stripes);
 
 END_C_DECLS
 

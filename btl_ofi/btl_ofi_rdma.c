@@ -152,7 +152,7 @@ static int mca_btl_ofi_rma(mca_btl_ofi_module_t *module, const mca_btl_ofi_rma_k
         }
         mca_btl_ofi_count(kind->ops_counter, 1);
         mca_btl_ofi_count(kind->bytes_counter, size);
-        if (NULL != module->front) {
+        if (mca_btl_ofi_node_local(module)) {
             mca_btl_ofi_count(kind->local_counter, 1);
         }
     }

@@ -109,9 +109,10 @@ def preflight():
 
 
 @contextlib.contextmanager
-def namespaces(outdir, env_file):
+def namespaces(outdir, env_file, setup_args=()):
     """Three host namespaces (h3 only for the visibility check) for the duration of the block, removed on any exit
-    (an exception, Ctrl-C, or SIGTERM, which is turned into SystemExit here)."""
+    (an exception, Ctrl-C, or SIGTERM, which is turned into SystemExit here). setup_args go
+    to check-multihost.sh --setup-only (--nics N, --rate R)."""
     preflight()
     previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     logdir = os.path.join(outdir, "netns")
@@ -119,7 +120,8 @@ def namespaces(outdir, env_file):
     env = dict(os.environ, BTL_OFI_ENV_FILE=env_file)
     conf = os.path.join(logdir, "netns.conf")
     try:
-        out = subprocess.run(["bash", SETUP, "--setup-only", "--hosts", "3", "--log-dir", logdir],
+        out = subprocess.run(["bash", SETUP, "--setup-only", "--hosts", "3", *setup_args,
+                              "--log-dir", logdir],
                              env=env, capture_output=True, text=True, timeout=120)
         if out.returncode != 0 or not os.path.isfile(conf):
             cannot(f"check-multihost.sh --setup-only exited {out.returncode}: "

@@ -162,6 +162,7 @@ class Hosts:
     subnet: str
     iface: str
     conf: str = ""
+    ifaces: tuple = ()      # every NIC of a host (check-multihost.sh --nics N), iface first
 
     @classmethod
     def from_conf(cls, path):
@@ -180,12 +181,17 @@ class Hosts:
                    nodes=tuple(values["nodes"].split()), ips=tuple(values["ips"].split()),
                    hostfile=values["hostfile"], netns_map=values["netns_map"],
                    agent=values["agent"], subnet=values["subnet"], iface=values["iface"],
-                   conf=str(path))
+                   conf=str(path),
+                   ifaces=tuple(values.get("ifaces", "").split()) or (values["iface"],))
 
     def env(self):
-        """What the agent and the providers need in mpirun's environment."""
-        return {"NETNS_RSH_MAP": self.netns_map, "FI_TCP_IFACE": self.iface,
-                "FI_SOCKETS_IFACE": self.iface}
+        """What the agent and the providers need in mpirun's environment: the providers
+        kept to the one NIC, unless the hosts have several (then btl-ofi's
+        domain_include names them)."""
+        env = {"NETNS_RSH_MAP": self.netns_map}
+        if len(self.ifaces) <= 1:
+            env.update(FI_TCP_IFACE=self.iface, FI_SOCKETS_IFACE=self.iface)
+        return env
 
     def argv_prefix(self, nranks):
         """`ip netns exec HUB mpirun -np N` with the hostfile, agent and network
@@ -196,8 +202,9 @@ class Hosts:
                 "--mca", "oob_tcp_if_include", self.subnet,
                 "--mca", "btl_tcp_if_include", self.subnet,
                 *[arg for name in forwarded_env() for arg in ("-x", name)],
-                "-x", "FI_TCP_IFACE", "-x", "FI_SOCKETS_IFACE", "-x", "PYTHONUNBUFFERED",
-                "-x", "PYTHONDONTWRITEBYTECODE"]
+                *[arg for name in ("FI_TCP_IFACE", "FI_SOCKETS_IFACE") if name in self.env()
+                  for arg in ("-x", name)],
+                "-x", "PYTHONUNBUFFERED", "-x", "PYTHONDONTWRITEBYTECODE"]
 
 
 def mpirun_argv(nranks, provider=None, mca=None, osc="rdma", btl=None,

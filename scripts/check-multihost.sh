@@ -5,7 +5,7 @@
 #   scripts/check-multihost.sh [--keep] [--hosts 2|3] [--seed N] [--log-dir DIR]
 #                              [--with-dynamic] [--no-conformance]
 #                              [--timeout-scale S] [PROVIDER...]
-#   scripts/check-multihost.sh --setup-only [--hosts 2|3] [--log-dir DIR]
+#   scripts/check-multihost.sh --setup-only [--hosts 2|3] [--nics N] [--rate RATE] [--log-dir DIR]
 #   scripts/check-multihost.sh --teardown DIR/netns.conf
 #
 # Makes its own namespaces: a hub (a bridge, 10.77.0.1/24, where mpirun runs)
@@ -38,6 +38,14 @@
 # Each run must show, on every rank, "selected provider <P> (fabric
 # 10.77.0.0/24, domain mheth0)" from a distinct node, and bytes on every veth.
 #
+# --nics N (1-4, with --setup-only): every host namespace gets N veth interfaces,
+# mheth0..mheth<N-1>, the k-th on a subnet of its own (10.<77+k>.0.0/24, hosts
+# .1<i>) joined by a bridge br<k> in the hub; netns.conf lists them (ifaces=,
+# subnets=). --rate RATE (a tc rate, e.g. 400mbit) shapes every host veth's
+# egress to it (tbf), so that several NICs carry more than one; without it they
+# run as fast as the machine copies. The striping tests and measurements
+# (python_tests/test_stripes.py, osc_harness/stripe_compare.py) launch into them.
+#
 # --keep leaves the namespaces (and prints how to remove them); otherwise they
 # are removed on any exit (trap). --setup-only makes the namespaces, writes
 # DIR/netns.conf (what python_tests/launcher.Hosts reads), and leaves them;
@@ -56,6 +64,8 @@ SEED=""
 LOG_DIR=""
 DYNAMIC=0
 CONFORMANCE=1
+NICS=1
+RATE=""
 SETUP_ONLY=0
 TEARDOWN=""
 SCALE=1
@@ -71,6 +81,8 @@ while [ $# -gt 0 ]; do
     --no-conformance) CONFORMANCE=0 ;;
     --timeout-scale) SCALE=$2; shift ;;
     --setup-only) SETUP_ONLY=1 ;;
+    --nics) NICS=$2; shift ;;
+    --rate) RATE=$2; shift ;;
     --teardown) TEARDOWN=$2; shift ;;
     -h | --help) sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "check-multihost: unknown option $1" >&2; exit 2 ;;
@@ -79,6 +91,12 @@ while [ $# -gt 0 ]; do
     shift
 done
 case "$NHOSTS" in 2 | 3) ;; *) echo "check-multihost: --hosts must be 2 or 3" >&2; exit 2 ;; esac
+case "$NICS" in 1 | 2 | 3 | 4) ;; *) echo "check-multihost: --nics must be 1 to 4" >&2; exit 2 ;; esac
+if [ "$NICS" -gt 1 ] && [ "$SETUP_ONLY" = 0 ]; then
+    echo "check-multihost: --nics $NICS goes with --setup-only (the programs here use one NIC)" >&2
+    exit 2
+fi
+[[ -z "$RATE" || "$RATE" =~ ^[0-9]+[kmg]?bit$ ]] || { echo "check-multihost: --rate takes a tc rate such as 400mbit" >&2; exit 2; }
 [ ${#PROVIDERS[@]} -gt 0 ] || PROVIDERS=("tcp;ofi_rxm" sockets)
 for p in "${PROVIDERS[@]}"; do
     if [ "$p" = shm ]; then
@@ -228,6 +246,27 @@ setup() {
         HOSTS+=("$ns")
         IPS+=("$ip")
     done
+    # further NICs: the k-th veth of every host on subnet 10.<77+k>.0.0/24, bridged in the hub
+    local k
+    for k in $(seq 1 $((NICS - 1))); do
+        ip -n "$HUB" link add "br$k" type bridge && ip -n "$HUB" link set "br$k" up ||
+            skip "cannot create bridge br$k"
+        for i in $(seq 1 "$NHOSTS"); do
+            ns="$PFX-h$i"
+            ip -n "$HUB" link add "p${i}n$k" type veth peer name "mheth$k" netns "$ns" &&
+                ip -n "$HUB" link set "p${i}n$k" master "br$k" up &&
+                ip -n "$ns" addr add "10.$((77 + k)).0.1$i/24" dev "mheth$k" &&
+                ip -n "$ns" link set "mheth$k" up || skip "cannot configure mheth$k in $ns"
+        done
+    done
+    if [ -n "$RATE" ]; then
+        for i in $(seq 1 "$NHOSTS"); do
+            for k in $(seq 0 $((NICS - 1))); do
+                err=$(ip netns exec "$PFX-h$i" tc qdisc add dev "mheth$k" root tbf rate "$RATE" \
+                    burst 256kb latency 100ms 2>&1) || skip "cannot shape mheth$k with tc: $err"
+            done
+        done
+    fi
     : >"$LOG_DIR/hostfile"
     : >"$LOG_DIR/netns-map"
     for i in $(seq 1 "$NHOSTS"); do
@@ -246,6 +285,9 @@ setup() {
         echo "agent=$AGENT"
         echo "subnet=$SUBNET"
         echo "iface=$IFACE"
+        echo "ifaces=$(for k in $(seq 0 $((NICS - 1))); do printf 'mheth%s ' "$k"; done | sed 's/ $//')"
+        echo "subnets=$(for k in $(seq 0 $((NICS - 1))); do printf '10.%s.0.0/24 ' $((77 + k)); done | sed 's/ $//')"
+        echo "rate=$RATE"
     } >"$LOG_DIR/netns.conf"
     # every host reaches the hub and every other host (TCP connect, bounded)
     for i in $(seq 1 "$NHOSTS"); do

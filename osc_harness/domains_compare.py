@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Several domains in one btl-ofi module, measured side by side in one run
+(NOTES.txt 2c, 2d). Host namespaces from scripts/check-multihost.sh (made
+here, always removed); every configuration runs in turn `--rounds` times
+(interleaved, so the machine's noise falls on all of them alike); medians.
+
+--mode node-local (default): peers on the same node over shm beside the
+network (btl_<c>_local_provider). osc_latency between ranks 0 and 1
+(lock_all + flush per operation, Win_create), ranks 2 and 3 idle (-y) where
+the job has four:
+  1-node shm        2 ranks on one host, provider shm: the reference
+  on-node rails     4 ranks, 2 per host, ranks 0 and 1 on one host, provider
+                    tcp;ofi_rxm: btl-ofi carries the pair over shm
+  on-node rails, tcp thread   the same with btl_tcp_progress_thread=1: Open MPI's
+                    btl/tcp (two-sided, to the other host) no longer polls its
+                    sockets in every progress pass of the pair
+  on-node net       the same with local_provider=none: the pair over tcp
+  off-node rails    4 ranks, 2 per host, ranks 0 and 1 on different hosts
+                    (mapped by node): tcp, with the shm domain open beside it
+  off-node net      the same with local_provider=none
+Targets printed (the issue's): on-node rails within 1.1x of 1-node shm;
+off-node rails within 1.1x of off-node net (unchanged).
+
+--mode stripes: large puts and gets over two NICs (btl_<c>_stripe_min). The
+hosts get two veth interfaces each on subnets of their own, each shaped to
+--rate (check-multihost.sh --nics 2 --rate); one rank per host, tcp;ofi_rxm,
+btl_<c>_domain_include=mheth*. osc_bw (put and get, 16 per flush, at most
+32 MiB per size) and osc_latency (8 bytes):
+  1 NIC             btl_<c>_stripe_min=0
+  2 NICs, min M     striping from M bytes (M = 64 KiB, 256 KiB: the default, 1 MiB)
+Targets printed: bandwidth at 1-4 MiB with striping at least 1.5x one NIC's;
+8-byte latency within 1.1x of one NIC's.
+
+Every run must show btl-ofi's counters moving (-r) and, where the
+configuration says so, the verbose line of its domains on every rank.
+
+  python3 osc_harness/domains_compare.py [--mode node-local|stripes] [--rounds N]
+                                         [--iters N] [--rate RATE] [--out DIR]
+(the programs from the repository root, where the build puts them;
+BTL_OFI_BIN_DIR to take them from elsewhere)
+Exit: 0 ran (targets are reported, not enforced: the machine is noisy), 1 a
+run failed, 77 namespaces cannot be made here.
+"""
+
+import argparse
+import dataclasses
+import json
+import os
+import statistics
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import compare  # noqa: E402  (parse_records, locked_run)
+import compare_net  # noqa: E402  (namespaces)
+import launcher  # noqa: E402  (python_tests/launcher.py, put on sys.path by compare_net)
+
+BIN_DIR = os.environ.get("BTL_OFI_BIN_DIR", os.path.dirname(HERE))  # the build's programs
+RAILS_LINE = "peers on this node over shm"
+STRIPES_LINE = "striping puts and gets"
+NET = "tcp;ofi_rxm"
+
+
+@dataclasses.dataclass
+class Config:
+    name: str
+    nranks: int
+    nhosts: int        # hosts used, ranks spread over them by slot
+    provider: str
+    ours: dict
+    mca: dict = dataclasses.field(default_factory=dict)
+    line: str = ""     # the verbose line every rank must print ("" none may)
+    unlike: str = ""   # a verbose line no rank may print
+
+
+NODE_LOCAL = {
+    "configs": [
+        Config("1-node shm", 2, 1, "shm", {}),
+        Config("on-node rails", 4, 2, NET, {}, line=RAILS_LINE),
+        Config("on-node rails, tcp thread", 4, 2, NET, {}, {"btl_tcp_progress_thread": "1"},
+               line=RAILS_LINE),
+        Config("on-node net", 4, 2, NET, {"local_provider": "none"}, unlike=RAILS_LINE),
+        Config("off-node rails", 4, 2, NET, {}, {"rmaps_base_mapping_policy": "node"},
+               line=RAILS_LINE),
+        Config("off-node net", 4, 2, NET, {"local_provider": "none"},
+               {"rmaps_base_mapping_policy": "node"}, unlike=RAILS_LINE),
+    ],
+    "benches": [("osc_latency", "lat_us", "put,get,fop,cas", "8,4096,65536", [])],
+    # (a, b, metric, sizes (None: all), highest ratio a/b allowed, lowest)
+    "targets": [("on-node rails", "1-node shm", "lat_us", None, 1.1, None),
+                ("off-node rails", "off-node net", "lat_us", None, 1.1, None)],
+    "setup": [],
+}
+
+STRIPED = {"domain_include": "mheth*"}
+STRIPES = {
+    "configs": [
+        Config("1 NIC", 2, 2, NET, {**STRIPED, "stripe_min": 0}, unlike=STRIPES_LINE),
+        Config("2 NICs, min 64K", 2, 2, NET, {**STRIPED, "stripe_min": 65536},
+               line=STRIPES_LINE),
+        Config("2 NICs, min 256K", 2, 2, NET, STRIPED, line=STRIPES_LINE),
+        Config("2 NICs, min 1M", 2, 2, NET, {**STRIPED, "stripe_min": 1 << 20},
+               line=STRIPES_LINE),
+    ],
+    # (program, metric, ops, sizes, more arguments): 16 per flush, at most 32 MiB a size
+    "benches": [("osc_bw", "bw_MBps", "put,get", "65536,262144,1048576,4194304",
+                 ["-W", "16", "-B", "32M"]),
+                ("osc_latency", "lat_us", "put,get", "8", [])],
+    "targets": [("2 NICs, min 256K", "1 NIC", "bw_MBps", (1 << 20, 4 << 20), None, 1.5),
+                ("2 NICs, min 256K", "1 NIC", "lat_us", (8,), 1.1, None)],
+    "setup": ["--nics", "2"],
+}
+
+
+def hosts_for(hosts, cfg, outdir):
+    slots = (cfg.nranks + cfg.nhosts - 1) // cfg.nhosts
+    path = os.path.join(outdir, f"hostfile-{cfg.nhosts}x{slots}")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.writelines(f"{ip} slots={slots}\n" for ip in hosts.ips[:cfg.nhosts])
+    return dataclasses.replace(hosts, hostfile=path)
+
+
+def one_run(cfg, bench, hosts, outdir, iters):
+    prog, metric, ops, sizes, more = bench
+    btl = f"self,{launcher.node_btl()},tcp,{launcher.component_name()}"
+    args = ["-j", "-r", "-o", ops, "-S", sizes, "-i", str(iters), *more] + \
+        (["-y"] if cfg.nranks > 2 else [])
+    argv = launcher.mpirun_argv(cfg.nranks, cfg.provider, cfg.mca, "rdma", btl,
+                                program=os.path.join(BIN_DIR, prog), program_args=args,
+                                native=True, hosts=hosts_for(hosts, cfg, outdir), ours=cfg.ours)
+    env = launcher.mpi_env()
+    env.update(hosts.env())
+    rc, out, err, _ = compare.locked_run(argv, env, 300)
+    problems = []
+    if rc != 0:
+        problems.append(f"exit {rc}: {(err.strip().splitlines() or ['?'])[-1]}")
+    if cfg.line and (out + err).count(cfg.line) != cfg.nranks:
+        problems.append(f"'{cfg.line}' on {(out + err).count(cfg.line)} of {cfg.nranks} ranks")
+    if cfg.unlike and cfg.unlike in out + err:
+        problems.append(f"'{cfg.unlike}' printed")
+    _, rows = compare.parse_records(out)
+    return {(metric, r["op"], int(r["size"])): float(r[metric]) for r in rows if metric in r}, \
+        problems
+
+
+def table(mode, med, names):
+    keys = sorted({k for rows in med.values() for k in rows})
+    lines = ["| metric | op | bytes | " + " | ".join(names) + " |",
+             "|---|---|---:|" + "---:|" * len(names)]
+    for key in keys:
+        cells = [f"{med.get(n, {}).get(key, float('nan')):.2f}" for n in names]
+        lines.append(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def targets(mode, med):
+    out = []
+    for a, b, metric, sizes, most, least in mode["targets"]:
+        ratios = [med[a][k] / med[b][k] for k in med.get(a, {})
+                  if k[0] == metric and (sizes is None or k[2] in sizes) and k in med.get(b, {})
+                  and med[b][k]]
+        if not ratios:
+            out.append(f"target {a} / {b} ({metric}): no rows")
+        elif most is not None:
+            out.append(f"target {a} / {b} ({metric}) at most {most}x: worst {max(ratios):.2f}x "
+                       f"{'met' if max(ratios) <= most else 'NOT met'}")
+        else:
+            out.append(f"target {a} / {b} ({metric}) at least {least}x: worst "
+                       f"{min(ratios):.2f}x {'met' if min(ratios) >= least else 'NOT met'}")
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mode", choices=("node-local", "stripes"), default="node-local")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--iters", type=int, default=2000)
+    ap.add_argument("--rate", default="400mbit",
+                    help="tc rate of each NIC (--mode stripes); none: unshaped")
+    ap.add_argument("--out", default=None)
+    opts = ap.parse_args()
+    mode = NODE_LOCAL if opts.mode == "node-local" else STRIPES
+    setup = mode["setup"] + (["--rate", opts.rate]
+                             if opts.mode == "stripes" and opts.rate != "none" else [])
+    outdir = opts.out or tempfile.mkdtemp(prefix=f"{opts.mode}-compare-")
+    os.makedirs(outdir, exist_ok=True)
+    samples, failed = {}, []
+    with compare_net.namespaces(outdir, launcher.env_file_path(), setup) as hosts:
+        for rnd in range(opts.rounds):
+            for cfg in mode["configs"]:
+                for bench in mode["benches"]:
+                    iters = opts.iters if bench[0] == "osc_latency" else max(opts.iters // 100, 5)
+                    got, problems = one_run(cfg, bench, hosts, outdir, iters)
+                    print(f"round {rnd + 1} {cfg.name} {bench[0]}: {len(got)} rows"
+                          f"{'; ' + '; '.join(problems) if problems else ''}", flush=True)
+                    failed += [f"{cfg.name} {bench[0]}: {p}" for p in problems]
+                    for key, value in got.items():
+                        samples.setdefault(cfg.name, {}).setdefault(key, []).append(value)
+    med = {c: {k: statistics.median(v) for k, v in rows.items()} for c, rows in samples.items()}
+    text = table(mode, med, [c.name for c in mode["configs"]])
+    print(f"\nmedians of {opts.rounds} interleaved rounds ({opts.mode}"
+          f"{', each NIC ' + opts.rate if opts.mode == 'stripes' else ''}):\n")
+    print(text)
+    with open(os.path.join(outdir, f"{opts.mode}.json"), "w", encoding="utf-8") as fh:
+        json.dump({c: {"/".join(map(str, k)): v for k, v in rows.items()}
+                   for c, rows in samples.items()}, fh, indent=1)
+    with open(os.path.join(outdir, f"{opts.mode}.md"), "w", encoding="utf-8") as fh:
+        fh.write(text + "\n")
+    print("\n".join(targets(mode, med)))
+    if failed:
+        print("failed runs:\n  " + "\n  ".join(failed))
+        return 1
+    print(f"results: {outdir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

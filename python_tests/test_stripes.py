@@ -1,0 +1,109 @@
+"""Large puts and gets split over several NICs (issue 26 items 2 and 3; NOTES.txt 2d).
+
+Two host namespaces made by `scripts/check-multihost.sh --setup-only --nics 2
+--rate 400mbit`: each host has two veth interfaces on subnets of their own
+(mheth0 on 10.77.0.0/24, mheth1 on 10.78.0.0/24), each shaped by tc to the
+same rate. tcp;ofi_rxm lists one domain per interface; btl-ofi takes one
+(btl_<c>_domain_include=mheth*) and opens the other beside it for parts of
+large transfers. One rank per host (rank_stripes.py): a 4 MiB put, its get
+back and a 4 MiB get of the peer's data are exact, were split
+(stripe_count), and every interface of both hosts carried a share of the
+bytes (/sys/class/net/*/statistics/tx_bytes read around the launch); 8-byte
+puts and gets are not split. With btl_<c>_stripe_min=0 one interface carries
+nearly everything and nothing is split. Open MPI 4.1 only (the namespaces'
+launcher starts 4.1's orted).
+"""
+
+import os
+import subprocess
+
+import pytest
+
+import launcher
+import matrix
+import outcome
+from test_multihost import _script, _skip_reason
+
+PROVIDER = "tcp;ofi_rxm"
+SIZE = 4 << 20
+CHECK = {"kind": "stripes", "id": "stripes", "size": SIZE, "small": 50}
+
+
+@pytest.fixture(scope="module")
+def two_nics(tmp_path_factory):
+    if launcher.ompi_major() >= 5:
+        pytest.skip("host namespaces are launched for Open MPI 4.1's orted only")
+    workdir = tmp_path_factory.mktemp("netns-nics")
+    run = _script(["--setup-only", "--hosts", 2, "--nics", 2, "--rate", "400mbit",
+                   "--log-dir", workdir], workdir)
+    if run.returncode == 77:
+        pytest.skip(_skip_reason(run))
+    conf = workdir / "netns.conf"
+    assert run.returncode == 0 and conf.exists(), \
+        f"check-multihost.sh --setup-only --nics 2 failed:\n{run.stdout[-2000:]}\n{run.stderr}"
+    hosts = launcher.Hosts.from_conf(conf)
+    try:
+        yield hosts
+    finally:
+        down = _script(["--teardown", conf], workdir)
+        assert down.returncode == 0, f"teardown failed:\n{down.stdout}\n{down.stderr}"
+
+
+def _tx(hosts):
+    """{(namespace, interface): bytes sent} for every NIC of every host."""
+    out = {}
+    for ns in hosts.namespaces:
+        for iface in hosts.ifaces:
+            text = subprocess.run(["ip", "netns", "exec", ns, "cat",
+                                   f"/sys/class/net/{iface}/statistics/tx_bytes"],
+                                  capture_output=True, text=True, check=True).stdout
+            out[(ns, iface)] = int(text)
+    return out
+
+
+def _run(hosts, tmp_path, ours):
+    before = _tx(hosts)
+    launch = launcher.run_mpi(2, {"checks": [CHECK]}, 180, provider=PROVIDER, hosts=hosts,
+                              btl=f"self,tcp,{launcher.component_name()}", workdir=tmp_path,
+                              ours={"domain_include": "mheth*", **ours})
+    after = _tx(hosts)
+    group = matrix.Group(PROVIDER, "default", 2, "base")
+    outcome.judge_group(launch, group, [CHECK["id"]]).apply()
+    rec = {r["id"]: r for r in outcome.records(launch, "check")}[CHECK["id"]]
+    assert not rec["errors"], "\n".join(rec["errors"]) + f"\n  {launch.command_line()}"
+    lines = outcome.rank_lines(launch, "STRIPES", CHECK["id"], 2)
+    sent = {key: after[key] - before[key] for key in before}
+    return launch, lines, sent
+
+
+def _delta(line, a, b, name):
+    return line["phases"][b][name] - line["phases"][a][name]
+
+
+def test_large_transfers_use_both_nics(two_nics, tmp_path):
+    launch, lines, sent = _run(two_nics, tmp_path, {})
+    assert launch.stderr.count("striping puts and gets") + \
+        launch.stdout.count("striping puts and gets") == 2, "not every rank opened a second NIC"
+    zero = lines[0]
+    assert zero["phases"]["start"]["nics"] == 2, f"rank 0 uses {zero['phases']['start']['nics']} NICs"
+    # one put and two gets of 4 MiB, each split in two parts
+    assert _delta(zero, "start", "large", "stripe_count") == 3, zero["phases"]
+    assert _delta(zero, "start", "large", "put_count") >= 2 and \
+        _delta(zero, "start", "large", "get_count") >= 4, zero["phases"]
+    assert _delta(zero, "large", "small", "stripe_count") == 0, \
+        f"8-byte puts or gets were split: {zero['phases']}"
+    # every NIC of both hosts sent a share: the put's parts from the first host, the gets'
+    # from the second (a quarter of a part at least, beside Open MPI's own little traffic)
+    for (ns, iface), count in sent.items():
+        assert count >= SIZE // 8, f"{iface} of {ns} sent {count} bytes: {sent}"
+
+
+def test_stripe_min_zero_uses_one_nic(two_nics, tmp_path):
+    _, lines, sent = _run(two_nics, tmp_path, {"stripe_min": 0})
+    zero = lines[0]
+    assert zero["phases"]["start"]["nics"] == 1 and \
+        _delta(zero, "start", "small", "stripe_count") == 0, zero["phases"]
+    for ns in two_nics.namespaces:
+        counts = sorted(sent[(ns, iface)] for iface in two_nics.ifaces)
+        assert counts[-1] >= SIZE and counts[0] < SIZE // 8, \
+            f"{ns}: with stripe_min=0 the NICs sent {counts}"
