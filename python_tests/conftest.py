@@ -26,6 +26,10 @@ def pytest_addoption(parser):
                     help="multiply every mpirun timeout (slow machines)")
     group.addoption("--endurance-jobs", type=int, default=50,
                     help="consecutive 2-rank jobs per provider for -m endurance (default 50)")
+    group.addoption("--multihost-per-host", type=int, default=1, choices=(1, 2),
+                    help="-m multihost: ranks per host namespace (2: a 3-rank launch has two "
+                         "ranks on the first host, which btl-ofi reaches over shm, and one on "
+                         "the second, over the network, in one module; NOTES.txt 2c)")
     group.addoption("--multihost-dynamic", action="store_true", default=False,
                     help="-m multihost: also run the checks on MPI_Win_create_dynamic windows "
                          "across namespaces (excluded by default: they hang with Open MPI "

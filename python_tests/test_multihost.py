@@ -52,8 +52,9 @@ pytestmark = pytest.mark.multihost
 
 DEFAULT_PROVIDERS = ("tcp;ofi_rxm", "sockets")
 # ranks on different hosts: tcp, not the node BTL
-def btls():
-    return f"self,tcp,{launcher.component_name()}"
+def btls(per_host=1):
+    node = f"{launcher.node_btl()}," if per_host > 1 else ""
+    return f"self,{node}tcp,{launcher.component_name()}"
 
 
 MAX_HOSTS = 3         # check-multihost.sh --hosts 2|3
@@ -123,14 +124,18 @@ def multihost_groups(config):
     """[(group, reason it does not run, or None)]: the fast launch groups of
     the single-host suite, those with more ranks than host namespaces skipped."""
     out = []
+    per_host = config.getoption("--multihost-per-host")
     for provider, reason in multihost_providers(config):
         for group in matrix.groups([provider], strict=False):
             why = reason
-            if why is None and group.nranks > MAX_HOSTS:
+            if why is None and group.nranks > MAX_HOSTS * per_host:
                 fast = sum(1 for c in matrix.checks_for(group) if c["tier"] == "fast")
                 why = (f"{group.nranks} ranks need {group.nranks} host namespaces, "
                        f"check-multihost.sh makes at most {MAX_HOSTS} (the group's {fast} "
                        f"checks do not run across hosts)")
+            elif why is None and group.nranks <= per_host > 1:
+                why = (f"{group.nranks} ranks fit on one host at {per_host} per host: a job "
+                       f"on one node, which the single-host suite runs")
             out.append((group, why))
     return out
 
@@ -167,10 +172,11 @@ def pytest_generate_tests(metafunc):
 
 # ---------------------------------------------------------------- proof of place
 
-def node_proof(stderr, group, hosts):
+def node_proof(stderr, group, hosts, per_host=1):
     """Problems (empty: none) with where the ranks ran: every rank must report
     'selected provider <P> (fabric <subnet>, domain <iface>)' from a node of
-    its own, each one of the host namespaces' node names. Returns
+    its own (per_host > 1: the hosts filled in order, per_host ranks each),
+    each one of the host namespaces' node names. Returns
     (problems, {node: provider line count})."""
     lines = [m for m in selected_line_re().finditer(stderr)]
     nodes = {}
@@ -179,9 +185,10 @@ def node_proof(stderr, group, hosts):
     problems = []
     if len(lines) != group.nranks:
         problems.append(f"{len(lines)} 'selected provider' lines for {group.nranks} ranks")
-    if len(nodes) != group.nranks:
-        problems.append(f"ranks on {len(nodes)} distinct nodes ({sorted(nodes)}), "
-                        f"need {group.nranks}")
+    need = -(-group.nranks // per_host)
+    if len(nodes) != need or any(count > per_host for count in nodes.values()):
+        problems.append(f"ranks on {len(nodes)} distinct nodes ({nodes}), need {need} "
+                        f"with at most {per_host} each")
     foreign = sorted(set(nodes) - set(hosts.nodes))
     if foreign:
         problems.append(f"ranks on nodes {foreign}, not the host namespaces {list(hosts.nodes)}")
@@ -244,8 +251,14 @@ class CrossHostLaunches:
     """One mpirun per (group, part) across the namespaces, running the checks
     this session selected."""
 
-    def __init__(self, session, hosts, tmp_root, scale, with_dynamic):
+    def __init__(self, session, hosts, tmp_root, scale, with_dynamic, per_host=1):
         self.session = session
+        self.per_host = per_host
+        if per_host > 1:
+            hostfile = tmp_root / "hostfile"
+            hostfile.write_text("".join(f"{ip} slots={per_host}\n" for ip in hosts.ips),
+                                encoding="utf-8")
+            hosts = dataclasses.replace(hosts, hostfile=str(hostfile))
         self.hosts = hosts
         self.tmp_root = tmp_root
         self.scale = scale
@@ -270,7 +283,7 @@ class CrossHostLaunches:
         return specs
 
     def get(self, group, spec=None):
-        if group.nranks > len(self.hosts.namespaces):
+        if group.nranks > len(self.hosts.namespaces) * self.per_host:
             pytest.skip(f"{group.nranks} ranks need {group.nranks} host namespaces, "
                         f"{self.hosts.conf} describes {len(self.hosts.namespaces)}")
         part = "dynamic" if spec is not None and is_dynamic(spec) else "main"
@@ -284,14 +297,23 @@ class CrossHostLaunches:
                                        + ("-dynamic" if part == "dynamic" else ""))
             tx0 = veth_tx(self.hosts)
             launch = launcher.run_mpi(group.nranks, {"checks": specs}, timeout,
-                                      provider=group.provider, ours=group.ours(), btl=btls(),
+                                      provider=group.provider, ours=group.ours(),
+                                      btl=btls(self.per_host),
                                       workdir=workdir, hosts=self.hosts)
             launch.check_ids = [s["id"] for s in specs]
             leftovers = reap(self.hosts)
             tx1 = veth_tx(self.hosts)
             cross = CrossHost(launch, group, part, {ns: tx1[ns] - tx0[ns] for ns in tx0},
                               leftovers, excluded)
-            cross.problems, cross.nodes = node_proof(launch.stderr, group, self.hosts)
+            cross.problems, cross.nodes = node_proof(launch.stderr, group, self.hosts,
+                                                     self.per_host)
+            sharing = sum(n for n in cross.nodes.values() if n > 1) if len(cross.nodes) > 1 else 0
+            said = launch.stderr.count("peers on this node over shm")
+            if said != sharing:
+                # in a job across nodes, each rank with a node partner opens shm beside the
+                # network (NOTES.txt 2c); one alone on its node, or a job on one node, does not
+                cross.problems.append(f"{said} ranks carried their node's peers over shm, "
+                                      f"expected {sharing} ({cross.nodes})")
             by_node = dict(zip(self.hosts.nodes, self.hosts.namespaces))
             for node in cross.nodes:
                 ns = by_node.get(node)
@@ -306,7 +328,8 @@ class CrossHostLaunches:
     def summary_lines(self):
         hosts = self.hosts
         lines = [f"{len(hosts.namespaces)} host namespaces {' '.join(hosts.namespaces)} "
-                 f"({' '.join(hosts.ips)} on {hosts.iface}), mpirun in {hosts.hub}; btl {btls()}",
+                 f"({' '.join(hosts.ips)} on {hosts.iface}), mpirun in {hosts.hub}; btl {btls(self.per_host)}, {self.per_host} "
+                 f"ranks per host",
                  f"{len(self.launches)} launches: "
                  f"{sum(c.launch.seconds for c in self.launches.values()):.0f}s running mpirun, "
                  f"{sum(c.launch.lock_wait for c in self.launches.values()):.0f}s waiting for "
@@ -392,7 +415,8 @@ def mh_launches(request, netns_hosts, tmp_path_factory):
     cache = CrossHostLaunches(request.session, netns_hosts,
                               tmp_path_factory.mktemp("multihost-launches"),
                               request.config.getoption("--timeout-scale"),
-                              request.config.getoption("--multihost-dynamic"))
+                              request.config.getoption("--multihost-dynamic"),
+                              request.config.getoption("--multihost-per-host"))
     request.config._btlofi_multihost = cache
     return cache
 
