@@ -358,7 +358,8 @@ static bool mca_btl_ofi_loopback_only(const struct fi_info *info);
 static bool mca_btl_ofi_wanted(const mca_btl_ofi_filter_t *filter, const struct fi_info *info)
 {
     if (!mca_btl_ofi_provider_wanted(filter, info) ||
-        mca_btl_ofi_in_list(filter->skip_domains, info->domain_attr->name) ||
+        (NULL != filter->skip_domains && NULL != info->domain_attr->name &&
+         mca_btl_ofi_in_list(filter->skip_domains, info->domain_attr->name)) ||
         (filter->no_loopback && mca_btl_ofi_loopback_only(info))) {
         return false;
     }
