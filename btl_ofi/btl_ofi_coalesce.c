@@ -279,8 +279,8 @@ static void mca_btl_ofi_co_batch_finish(mca_btl_ofi_module_t *module, mca_btl_of
             status = OPAL_ERROR;
         }
         if (NULL != put->cbfunc) {
-            put->cbfunc(mca_btl_ofi_module_seen(module), endpoint, put->local_address, put->local_handle,
-                        put->cbcontext, put->cbdata, status);
+            put->cbfunc(mca_btl_ofi_module_seen(module), endpoint, put->local_address,
+                        put->local_handle, put->cbcontext, put->cbdata, status);
         }
     }
     mca_btl_ofi_op_release(module, batch->op);

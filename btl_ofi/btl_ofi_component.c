@@ -276,18 +276,14 @@ mca_btl_ofi_component_init(int *num_btls, bool enable_progress_threads, bool ena
     return modules;
 }
 
-/* One module's share of the component's progress. */
-static int mca_btl_ofi_component_progress_one(mca_btl_ofi_module_t *module)
+/* Nothing of this module's in flight and no memory a peer may reach (no window): nothing can
+ * complete, and no peer can need this process's progress (NOTES.txt 4). Open MPI calls the
+ * component's progress on every pass of every program, one-sided or not. */
+static bool mca_btl_ofi_component_idle(mca_btl_ofi_module_t *module)
 {
-    /* Nothing of ours in flight and no memory a peer may reach (no window): nothing can
-     * complete, and no peer can need this process's progress (NOTES.txt 4). Open MPI calls
-     * this on every progress pass of every program, one-sided or not. */
-    if (0 == atomic_load_explicit(&module->outstanding, memory_order_relaxed) &&
-        0 == atomic_load_explicit(&module->remote_regs, memory_order_relaxed) &&
-        opal_list_is_empty(&module->deferred)) {
-        return 0;
-    }
-    return mca_btl_ofi_progress_module(module);
+    return 0 == atomic_load_explicit(&module->outstanding, memory_order_relaxed) &&
+           0 == atomic_load_explicit(&module->remote_regs, memory_order_relaxed) &&
+           opal_list_is_empty(&module->deferred);
 }
 
 static int mca_btl_ofi_component_progress(void)
@@ -299,24 +295,18 @@ static int mca_btl_ofi_component_progress(void)
         return 0;
     }
     if (NULL == module->local && 0 == module->nic_count) {
-        return mca_btl_ofi_component_progress_one(module);
+        return mca_btl_ofi_component_idle(module) ? 0 : mca_btl_ofi_progress_module(module);
     }
     events = 0;
-    if (NULL != module->local) {
-        events += mca_btl_ofi_component_progress_one(module->local);
+    if (NULL != module->local && !mca_btl_ofi_component_idle(module->local)) {
+        events += mca_btl_ofi_progress_module(module->local);
     }
-    if (0 != atomic_load_explicit(&module->remote_regs, memory_order_relaxed) ||
-        0 != atomic_load_explicit(&module->outstanding, memory_order_relaxed) ||
-        !opal_list_is_empty(&module->deferred)) {
+    if (!mca_btl_ofi_component_idle(module)) {
         events += mca_btl_ofi_progress_beside(module);
     }
     for (int i = 0; i < module->nic_count; ++i) {
-        mca_btl_ofi_module_t *nic = module->nics[i];
-
-        if (0 != atomic_load_explicit(&nic->remote_regs, memory_order_relaxed) ||
-            0 != atomic_load_explicit(&nic->outstanding, memory_order_relaxed) ||
-            !opal_list_is_empty(&nic->deferred)) {
-            events += mca_btl_ofi_progress_nic(nic);
+        if (!mca_btl_ofi_component_idle(module->nics[i])) {
+            events += mca_btl_ofi_progress_nic(module->nics[i]);
         }
     }
     return events;

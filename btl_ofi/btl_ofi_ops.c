@@ -139,8 +139,8 @@ int mca_btl_ofi_post_result(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op, 
 void mca_btl_ofi_op_finish(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op, int status)
 {
     if (NULL != op->cbfunc) {
-        op->cbfunc(mca_btl_ofi_module_seen(module), op->endpoint, op->local_address, op->local_handle, op->cbcontext,
-                   op->cbdata, status);
+        op->cbfunc(mca_btl_ofi_module_seen(module), op->endpoint, op->local_address,
+                   op->local_handle, op->cbcontext, op->cbdata, status);
     }
     mca_btl_ofi_op_release(module, op);
 }

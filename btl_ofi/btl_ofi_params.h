@@ -88,7 +88,8 @@ typedef struct mca_btl_ofi_params_t {
     char *local_provider;
     char *local_selected;     /**< read-only: the node-local domain in use, or "" */
     char *local_atomics_text; /**< btl_ofi_local_atomics: auto, local or network */
-    int local_atomics;        /**< parsed from local_atomics_text (enum mca_btl_ofi_local_atomics_t) */
+    /** parsed from local_atomics_text (enum mca_btl_ofi_local_atomics_t) */
+    int local_atomics;
     char *mr_mode_text;
     uint64_t mr_mode_allowed; /**< parsed from mr_mode_text at init */
     char *completion_text;

@@ -53,7 +53,8 @@ typedef struct mca_btl_ofi_rma_kind_t {
     mca_btl_ofi_rma_fn_t post;
     const char *name;
     enum mca_btl_ofi_counter_id_t ops_counter;
-    enum mca_btl_ofi_counter_id_t local_counter; /**< ops_counter's share of the node-local domain */
+    /** ops_counter's share of the node-local domain */
+    enum mca_btl_ofi_counter_id_t local_counter;
     enum mca_btl_ofi_counter_id_t bytes_counter;
     bool writes; /**< the target changes: flush may have to prove it */
 } mca_btl_ofi_rma_kind_t;
