@@ -127,8 +127,12 @@ static long run_flavor(stress_ctx_t *ctx, stress_plan_t *plan, int *modes, int n
                 if (!ctx->opt.report_only) {
                     break;
                 }
-                /* report-only: the windows are the truth from here on */
-                MPI_Allgather(ctx->local, (int)ctx->win_bytes, MPI_BYTE, ctx->model,
+                /* report-only: the windows are the truth from here on. Each rank copies its
+                 * own window before the collective: a peer may leave the collective and
+                 * write the next phase into it (a NIC applies that on its own) while this
+                 * rank is still in there. */
+                memcpy(model_of(ctx, ctx->rank), ctx->local, ctx->win_bytes);
+                MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, ctx->model,
                               (int)ctx->win_bytes, MPI_BYTE, MPI_COMM_WORLD);
             }
         }
