@@ -148,8 +148,8 @@ class Launch:
 class Hosts:
     """Ranks on other "hosts": the network namespaces scripts/check-multihost.sh
     makes (`--setup-only` writes their description, netns.conf, as KEY=VALUE
-    lines). mpirun runs in the hub namespace and starts one orted per host
-    namespace through the plm_rsh_agent (scripts/netns-rsh), which looks the
+    lines). mpirun runs in the hub namespace and starts one daemon (orted, prted) per
+    host namespace through scripts/netns-rsh as its ssh agent, which looks the
     hostfile's addresses up in the netns map. Open MPI's own TCP is kept to the
     subnet, the libfabric tcp/sockets providers to the namespaces' interface."""
     hub: str                # network namespace mpirun runs in
@@ -198,13 +198,23 @@ class Hosts:
         restrictions (no --oversubscribe: one slot per host namespace)."""
         return ["ip", "netns", "exec", self.hub, "mpirun", "-np", str(nranks),
                 "--hostfile", self.hostfile, "--bind-to", "none",
-                "--mca", "plm_rsh_agent", self.agent, "--mca", "plm_rsh_no_tree_spawn", "1",
-                "--mca", "oob_tcp_if_include", self.subnet,
+                *remote_launch_args(self.agent, self.subnet),
                 "--mca", "btl_tcp_if_include", self.subnet,
                 *[arg for name in forwarded_env() for arg in ("-x", name)],
                 *[arg for name in ("FI_TCP_IFACE", "FI_SOCKETS_IFACE") if name in self.env()
                   for arg in ("-x", name)],
                 "-x", "PYTHONUNBUFFERED", "-x", "PYTHONDONTWRITEBYTECODE"]
+
+
+def remote_launch_args(agent, subnet):
+    """mpirun's arguments to start its daemons on the "hosts" through `agent` (an ssh
+    stand-in) with no tree spawn, their out-of-band TCP kept to `subnet`: ORTE's
+    plm_rsh_* and oob_tcp_* (Open MPI 4.1), PRRTE's plm_ssh_* and oob_tcp_* (5.0 on)."""
+    if ompi_major() >= 5:
+        return ["--prtemca", "plm_ssh_agent", agent, "--prtemca", "plm_ssh_no_tree_spawn", "1",
+                "--prtemca", "oob_tcp_if_include", subnet]
+    return ["--mca", "plm_rsh_agent", agent, "--mca", "plm_rsh_no_tree_spawn", "1",
+            "--mca", "oob_tcp_if_include", subnet]
 
 
 def mpirun_argv(nranks, provider=None, mca=None, osc="rdma", btl=None,

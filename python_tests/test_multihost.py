@@ -2,8 +2,8 @@
 
 scripts/check-multihost.sh makes a hub namespace (a bridge, 10.77.0.1/24,
 where mpirun runs) and 2-3 host namespaces (a veth each, 10.77.0.11-13, node
-names mh-h1..3 in UTS namespaces of their own); mpirun starts its orteds in
-them through scripts/netns-rsh (the plm_rsh_agent). Two kinds of tests:
+names mh-h1..3 in UTS namespaces of their own); mpirun starts its daemons in
+them through scripts/netns-rsh (the ssh agent). Two kinds of tests:
 
 - test_programs_across_namespaces: the script runs osc_demo,
   osc_flush_visibility and a short osc_stress across its own namespaces over
@@ -216,7 +216,7 @@ def veth_tx(hosts):
 
 def reap(hosts, seconds=10):
     """Processes left in the host namespaces after a job (waited for, bounded,
-    then killed: they can only be this job's orteds and ranks)."""
+    then killed: they can only be this job's daemons and ranks)."""
     deadline = time.monotonic() + seconds
     while True:
         left = {ns: _netns_out(["ip", "netns", "pids", ns]).split() for ns in hosts.namespaces}

@@ -38,13 +38,9 @@ CHECK = {"kind": "node_local", "id": "node_local", "rounds": 300}
 
 @pytest.fixture(scope="module")
 def two_per_host(request, tmp_path_factory):
-    if launcher.ompi_major() >= 5:
-        # scripts/netns-rsh starts Open MPI 4.1's orted in each namespace as its
-        # plm_rsh_agent; PRRTE's launch is not ported to it (NOTES.txt 2c)
-        pytest.skip("host namespaces are launched for Open MPI 4.1's orted only")
-    netns_hosts = request.getfixturevalue("netns_hosts")
     """The namespaces with PER_HOST slots on each of the first two hosts: ranks 0-1 on the
     first, 2-3 on the second (mpirun maps by slot)."""
+    netns_hosts = request.getfixturevalue("netns_hosts")
     hostfile = tmp_path_factory.mktemp("node-local") / "hostfile"
     hostfile.write_text("".join(f"{ip} slots={PER_HOST}\n" for ip in netns_hosts.ips[:2]),
                         encoding="utf-8")

@@ -10,8 +10,7 @@ back and a 4 MiB get of the peer's data are exact, were split
 (stripe_count), and every interface of both hosts carried a share of the
 bytes (/sys/class/net/*/statistics/tx_bytes read around the launch); 8-byte
 puts and gets are not split. With btl_<c>_stripe_min=0 one interface carries
-nearly everything and nothing is split. Open MPI 4.1 only (the namespaces'
-launcher starts 4.1's orted).
+nearly everything and nothing is split.
 """
 
 import os
@@ -31,8 +30,6 @@ CHECK = {"kind": "stripes", "id": "stripes", "size": SIZE, "small": 50}
 
 @pytest.fixture(scope="module")
 def two_nics(tmp_path_factory):
-    if launcher.ompi_major() >= 5:
-        pytest.skip("host namespaces are launched for Open MPI 4.1's orted only")
     workdir = tmp_path_factory.mktemp("netns-nics")
     run = _script(["--setup-only", "--hosts", 2, "--nics", 2, "--rate", "400mbit",
                    "--log-dir", workdir], workdir)

@@ -10,8 +10,8 @@
 #
 # Makes its own namespaces: a hub (a bridge, 10.77.0.1/24, where mpirun runs)
 # and 2-3 "hosts" h1..h3, each with lo and one veth (mheth0, 10.77.0.1N/24)
-# plugged into the bridge, IPv6 off. mpirun starts an orted in each host
-# namespace through scripts/netns-rsh (plm_rsh_agent), each in a UTS namespace
+# plugged into the bridge, IPv6 off. mpirun starts its daemon (orted, prted) in each
+# host namespace through scripts/netns-rsh (the ssh agent), each in a UTS namespace
 # of its own (node names mh-h1..). Open MPI's own TCP (oob, btl/tcp) is
 # restricted to 10.77.0.0/24; the libfabric tcp/sockets providers to mheth0.
 # Ranks on different namespaces are not node-local: btl self,tcp,ofi.
@@ -328,6 +328,17 @@ for var in OMPI_MCA_mca_base_component_path PMIX_MCA_mca_base_component_path BTL
     [ -n "${!var:-}" ] && FORWARD_ENV+=(-x "$var")
 done
 
+# mpirun's daemons started in the host namespaces through netns-rsh as the ssh agent,
+# their out-of-band TCP kept to the subnet: ORTE's names (Open MPI 4.1), PRRTE's (5.0 on)
+v=${BTL_OFI_OMPI_VERSION:-4}
+if [ "${v%%.*}" -ge 5 ]; then
+    LAUNCH_ARGS=(--prtemca plm_ssh_agent "$AGENT" --prtemca plm_ssh_no_tree_spawn 1
+        --prtemca oob_tcp_if_include "$SUBNET")
+else
+    LAUNCH_ARGS=(--mca plm_rsh_agent "$AGENT" --mca plm_rsh_no_tree_spawn 1
+        --mca oob_tcp_if_include "$SUBNET")
+fi
+
 # run_mpi LOG TIMEOUT NP PROVIDER PROG ARGS... -> mpirun's exit code (124 timeout)
 run_mpi() {
     local log=$1 to=$2 np=$3 prov=$4
@@ -336,8 +347,7 @@ run_mpi() {
         OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
         flock /tmp/btl-ofi-mpi.lock timeout -k 5 "$to" ip netns exec "$HUB" \
         mpirun -np "$np" --hostfile "$LOG_DIR/hostfile" --bind-to none \
-        --mca plm_rsh_agent "$AGENT" --mca plm_rsh_no_tree_spawn 1 \
-        --mca oob_tcp_if_include "$SUBNET" --mca btl_tcp_if_include "$SUBNET" \
+        "${LAUNCH_ARGS[@]}" --mca btl_tcp_if_include "$SUBNET" \
         --mca pml ob1 --mca btl "self,tcp,$BTL_OFI_COMPONENT" --mca osc rdma \
         --mca "btl_${BTL_OFI_COMPONENT}_provider_include" "$prov" --mca btl_base_verbose 10 \
         "${FORWARD_ENV[@]}" -x FI_TCP_IFACE -x FI_SOCKETS_IFACE \
