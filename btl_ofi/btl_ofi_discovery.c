@@ -23,6 +23,7 @@
 
 #include "btl_ofi_params.h"
 #include "btl_ofi_report.h"
+#include "btl_ofi_topo.h"
 
 /* Every MR mode bit libfabric 1.x defines: asked for only to explain refusals. */
 #define MCA_BTL_OFI_MR_ALL                                                                         \
@@ -370,7 +371,7 @@ static bool mca_btl_ofi_wanted(const mca_btl_ofi_filter_t *filter, const struct 
 }
 
 /* How this process's domain was chosen among several (for the "selected provider" line). */
-static char mca_btl_ofi_domain_choice[256];
+static char mca_btl_ofi_domain_choice[400];
 
 static bool mca_btl_ofi_same_str(const char *a, const char *b)
 {
@@ -759,45 +760,54 @@ static bool mca_btl_ofi_spread_candidate(const mca_btl_ofi_filter_t *filter,
     return true;
 }
 
+/* The most domains of one fabric that spread shares out. */
+#define MCA_BTL_OFI_SPREAD_MAX 64
+
 /*
  * Of the domains of first's provider and fabric (several NICs on one fabric reach the same
- * peers), the local_rank'th modulo their number: the processes of a node share the NICs
- * out. Topology (the NIC nearest the process's cores) is not consulted yet; where processes
- * are bound in order, local ranks follow the binding.
+ * peers), one per process: of those nearest the process's cores by topology (the NIC's
+ * PCI device in Open MPI's hwloc topology, btl_ofi_topo.c) when that tells them apart,
+ * else of all, the local_rank'th modulo their number, so that a node's processes share
+ * them out.
  */
 static const struct fi_info *mca_btl_ofi_spread(const mca_btl_ofi_filter_t *filter,
                                                 const struct fi_info *list,
                                                 const struct fi_info *first)
 {
-    const struct fi_info *pick = first;
+    const struct fi_info *cand[MCA_BTL_OFI_SPREAD_MAX], *pool[MCA_BTL_OFI_SPREAD_MAX];
+    bool near[MCA_BTL_OFI_SPREAD_MAX];
     const unsigned rank = (unsigned)opal_process_info.my_local_rank;
-    char names[160] = "";
+    char names[160] = "", topo[160];
     size_t used = 0;
-    unsigned count = 0, index = 0;
+    unsigned count = 0, pooled = 0, nearby;
+    const struct fi_info *pick;
 
-    for (const struct fi_info *cur = list; cur && mca_btl_ofi_params.domain_spread;
+    for (const struct fi_info *cur = list;
+         cur && mca_btl_ofi_params.domain_spread && count < MCA_BTL_OFI_SPREAD_MAX;
          cur = cur->next) {
         if (!mca_btl_ofi_spread_candidate(filter, list, first, cur)) {
             continue;
         }
-        ++count;
+        cand[count++] = cur;
         if (used < sizeof(names)) {
-            used += snprintf(names + used, sizeof(names) - used, "%s%s", used ? "," : "",
-                             cur->domain_attr->name);
+            used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%s",
+                                     used ? "," : "", cur->domain_attr->name);
         }
     }
     if (count < 2) {
         return first;
     }
-    for (const struct fi_info *cur = list; cur; cur = cur->next) {
-        if (mca_btl_ofi_spread_candidate(filter, list, first, cur) && index++ == rank % count) {
-            pick = cur;
-            break;
+    nearby = mca_btl_ofi_topo_near(cand, count, near, topo, sizeof(topo));
+    for (unsigned i = 0; i < count; ++i) {
+        if (0 == nearby || near[i]) {
+            pool[pooled++] = cand[i];
         }
     }
+    pick = pool[rank % pooled];
     snprintf(mca_btl_ofi_domain_choice, sizeof(mca_btl_ofi_domain_choice),
-             "%s, domain %u of %u on its fabric (%s) by local rank %u", pick->domain_attr->name,
-             rank % count + 1, count, names, rank);
+             "%s, domain %u of %u%s on its fabric (%s) by local rank %u; topology: %s",
+             pick->domain_attr->name, rank % pooled + 1, pooled,
+             nearby ? " near this process" : "", names, rank, topo);
     return pick;
 }
 

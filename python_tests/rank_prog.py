@@ -8,6 +8,8 @@ hang still leaves the checks before it on record):
   {"type": "check", "id", "errors": [...], "deltas": {counter: sum over ranks}, "seconds"}
   {"type": "end", "registrations_live": [before, after] summed over ranks}
 Judging what these mean is the test driver's job (outcome.py), not this one's.
+A plan's "bind_by_local_rank" (a list of cpus) binds local rank r to the r-th
+(modulo) before MPI starts.
 Exit status: 0 when every check ran (whatever their results), else an error.
 """
 
@@ -21,6 +23,11 @@ import traceback
 def main(plan_path, report_path):
     with open(plan_path, encoding="utf-8") as fh:
         plan = json.load(fh)
+    cpus = plan.get("bind_by_local_rank")
+    if cpus:
+        # bound before MPI_Init, as mpirun --bind-to would (Open MPI 4.1 and 5.0 alike)
+        local = int(os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", "0"))
+        os.sched_setaffinity(0, {cpus[local % len(cpus)]})
     import mpi4py
 
     mpi4py.rc.thread_level = plan.get("thread_level", "multiple")

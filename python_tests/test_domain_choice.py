@@ -19,9 +19,11 @@ interfaces with addresses on one subnet (tcp lists a domain per interface).
 """
 
 import json
+import os
 import re
 import subprocess
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -33,6 +35,7 @@ import outcome
 PROVIDER = "tcp;ofi_rxm"
 CHECK = {"kind": "domain", "id": "domain", "rounds": 10}
 LINE = re.compile(r"DOMAIN domain rank (\d+): ")
+TOOK = re.compile(r"\[[^\]]*:\d+\] btl:\w+: took (.*)")
 SELECTED = re.compile(r"\[[^\]]*:(\d+)\] btl:\w+: selected provider (\S+) \(fabric (\S+), "
                       r"domain (\S+)\)")
 
@@ -41,10 +44,13 @@ def loopback(domain, fabric):
     return domain == "lo" or fabric.startswith("127.") or fabric == "::1/128"
 
 
-def _run(tmp_path, nranks=2, ours=None, netns=None):
-    launch = launcher.run_mpi(nranks, {"checks": [CHECK]}, 120, provider=PROVIDER,
-                              workdir=tmp_path, ours=ours, netns=netns)
-    group = matrix.Group(PROVIDER, "default", nranks, "base")
+def _run(tmp_path, nranks=2, ours=None, netns=None, provider=PROVIDER, plan=None, env=None,
+         took=None):
+    launch = launcher.run_mpi(nranks, dict(plan or {}, checks=[CHECK]), 120, provider=provider,
+                              workdir=tmp_path, ours=ours, netns=netns, env_overrides=env)
+    if took is not None:
+        took.extend(TOOK.findall(launch.stderr + launch.stdout))
+    group = matrix.Group(provider, "default", nranks, "base")
     outcome.judge_group(launch, group, [CHECK["id"]]).apply()
     rec = {r["id"]: r for r in outcome.records(launch, "check")}[CHECK["id"]]
     assert not rec["errors"], "\n".join(rec["errors"]) + f"\n  {launch.command_line()}"
@@ -152,3 +158,47 @@ def test_nic_down_at_start(two_nics, tmp_path):
                               netns=two_nics)
     outcome.judge_bad_input(launch, expected, "domain_include=nic1 (down)",
                             len(test_bad_input.PLAN)).apply()
+
+
+# The test topology (data/two-packages.xml): a NIC on each package's PCI bus.
+TOPOLOGY = Path(__file__).resolve().parent / "data" / "two-packages.xml"
+PCI_NEAR_CPU = {0: "0000:01:00.0", 1: "0000:81:00.0"}
+
+
+def test_nearest_nic_by_topology(two_nics, tmp_path):
+    """Where a domain names its PCI device (ofi_strictmr's FI_OFI_STRICTMR_NIC_PCI stands
+    for a NIC provider's fi_info nic), a bound process takes the NIC that the topology
+    (data/two-packages.xml through HWLOC_XMLFILE: two packages with a NIC each, on this
+    machine's two cpus) places on its own package, whatever its local rank says: rank 0 on
+    cpu 0 and rank 1 on cpu 1 get the NICs in the opposite order to libfabric's, so the
+    local-rank rule alone would choose the other one. Unbound, or bound with domains that
+    name no device, the same job spreads by local rank, and the verbose line says why."""
+    if len(os.sched_getaffinity(0)) < 2 or not {0, 1} <= os.sched_getaffinity(0):
+        pytest.skip(f"cpus 0 and 1 needed, this process may use {sorted(os.sched_getaffinity(0))}")
+    provider = f"{PROVIDER};ofi_strictmr"
+    order = [d for d, f in fabric.fi_domains(PROVIDER, netns=two_nics) if f == "10.66.0.0/24"]
+    assert sorted(order) == ["nic0", "nic1"], order
+    # order[0] hangs off cpu 1's package, order[1] off cpu 0's
+    pci = f"{order[0]}={PCI_NEAR_CPU[1]},{order[1]}={PCI_NEAR_CPU[0]}"
+    env = {"FI_PROVIDER_PATH": str(matrix.strict_provider_dir()), "FI_OFI_STRICTMR_NIC_PCI": pci,
+           "HWLOC_XMLFILE": str(TOPOLOGY), "HWLOC_THISSYSTEM": "1"}
+    took = []
+    taken = _run(tmp_path / "bound", netns=two_nics, provider=provider, env=env,
+                 plan={"bind_by_local_rank": [0, 1]}, took=took)
+    assert [d for d, _ in taken] == [order[1], order[0]], \
+        f"rank r bound to cpu r with {pci}: took {taken}, expected the NIC of its own " \
+        f"package: {[order[1], order[0]]}\n" + "\n".join(took)
+    assert len(took) == 2 and all("near this process" in t for t in took), "\n".join(took)
+    took = []
+    taken = _run(tmp_path / "unbound", netns=two_nics, provider=provider, env=env, took=took)
+    assert [d for d, _ in taken] == order, f"unbound: took {taken}, expected {order}"
+    assert len(took) == 2 and all("topology: process not bound" in t for t in took), \
+        "\n".join(took)
+    took = []  # bound, but the domains name no device (tcp's own infos): by local rank
+    taken = _run(tmp_path / "no-device", netns=two_nics, provider=provider,
+                 env={k: v for k, v in env.items() if k != "FI_OFI_STRICTMR_NIC_PCI"},
+                 plan={"bind_by_local_rank": [0, 1]},
+                 took=took)
+    assert [d for d, _ in taken] == order, f"no device paths: took {taken}, expected {order}"
+    assert len(took) == 2 and all("topology: no device paths" in t for t in took), \
+        "\n".join(took)

@@ -429,6 +429,10 @@ void strictmr_key_from_u64(struct strictmr_key *key, uint64_t value, size_t size
 
 /* strictmr_prov.c: what the behaviours do to an info, and to hints. */
 void strictmr_nic_info(struct fi_info *info);
+/* FI_OFI_STRICTMR_NIC_PCI (strictmr_device.c): defined and read at init. */
+void strictmr_device_params(void);
+/* The PCI address FI_OFI_STRICTMR_NIC_PCI gives info's domain, as its nic; 0 or -FI_ENOMEM. */
+int strictmr_device_info(struct fi_info *info);
 bool strictmr_nic_hints_accept(const struct fi_info *hints);
 /* strictmr_xfer.c: counts an operation the emulated NIC lacks, logs why; returns err (< 0). */
 int strictmr_nic_refuse(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

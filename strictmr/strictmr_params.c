@@ -365,6 +365,7 @@ void strictmr_params_init(void)
         strictmr_config.report_path = NULL;
     }
     strictmr_engine_params();
+    strictmr_device_params();
 }
 
 bool strictmr_mode(uint64_t bit)

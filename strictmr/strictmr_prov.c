@@ -131,6 +131,10 @@ static struct fi_info *layered_info(const struct fi_info *core)
     info->rx_attr->iov_limit = min_size(info->rx_attr->iov_limit, STRICTMR_IOV_LIMIT);
     strictmr_nic_info(info);
     strictmr_engine_shape_info(info);
+    if (strictmr_device_info(info)) {
+        fi_freeinfo(info);
+        return NULL;
+    }
     return info;
 }
 

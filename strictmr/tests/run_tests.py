@@ -133,6 +133,8 @@ BAD_VALUE_ROWS = [
     ("bad-progress", {"PROGRESS_US": "soon"}),
     ("bad-reorder", {"REORDER": "maybe"}),
     ("bad-window", {"REORDER_WINDOW": "0"}),
+    ("bad-nic-pci", {"NIC_PCI": "eth0=0000:8x:00.0"}),
+    ("bad-nic-pci-pair", {"NIC_PCI": "eth0"}),
 ]
 
 
