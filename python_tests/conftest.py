@@ -32,8 +32,8 @@ def pytest_addoption(parser):
                          "the second, over the network, in one module; NOTES.txt 2c)")
     group.addoption("--multihost-dynamic", action="store_true", default=False,
                     help="-m multihost: also run the checks on MPI_Win_create_dynamic windows "
-                         "across namespaces (excluded by default: they hang with Open MPI "
-                         "4.1.4, see test_multihost.py)")
+                         "across namespaces with Open MPI 4.1 (excluded by default there: "
+                         "they hang with 4.1.4, see test_multihost.py; 5.0 always runs them)")
 
 
 def selected_providers(config):

@@ -24,8 +24,8 @@ BTL as well (on one node it uses its shared segment and no BTL), so those
 checks are judged like Win.Create windows (counters must move; the upstream
 limitations behind the strict xfails of the BTL atomic path apply to them
 too). Checks on MPI_Win_create_dynamic windows hang across hosts with Open MPI
-4.1.4 and are excluded, each as a skip with the reason (--multihost-dynamic
-runs them, in launches of their own).
+4.1.4 and are excluded there, each as a skip with the reason (--multihost-dynamic
+runs them, in launches of their own); Open MPI 5.0 runs them (exact).
 
 Opt-in (-m multihost). Exit 77 of the script (no namespaces here: not root, no
 iproute2, a sandbox without CAP_SYS_ADMIN, no veth/bridge) is a skip with the
@@ -73,6 +73,11 @@ def selected_line_re():
 
 
 # ---------------------------------------------------------------- what runs
+
+def run_dynamic(config):
+    """Checks on dynamic windows run (in launches of their own): asked, or Open MPI 5.0."""
+    return config.getoption("--multihost-dynamic") or launcher.ompi_major() >= 5
+
 
 def is_dynamic(spec):
     return spec.get("flavor") == "dynamic" or spec["kind"] == "dynamic_regions"
@@ -144,7 +149,7 @@ def pytest_generate_tests(metafunc):
     names = metafunc.fixturenames
     if "mh_group" not in names:
         return
-    with_dynamic = metafunc.config.getoption("--multihost-dynamic")
+    with_dynamic = run_dynamic(metafunc.config)
     params = []
     for group, why in multihost_groups(metafunc.config):
         if "mh_check" not in names:
@@ -415,7 +420,7 @@ def mh_launches(request, netns_hosts, tmp_path_factory):
     cache = CrossHostLaunches(request.session, netns_hosts,
                               tmp_path_factory.mktemp("multihost-launches"),
                               request.config.getoption("--timeout-scale"),
-                              request.config.getoption("--multihost-dynamic"),
+                              run_dynamic(request.config),
                               request.config.getoption("--multihost-per-host"))
     request.config._btlofi_multihost = cache
     return cache
