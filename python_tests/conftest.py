@@ -30,6 +30,10 @@ def pytest_addoption(parser):
                     help="-m multihost: ranks per host namespace (2: a 3-rank launch has two "
                          "ranks on the first host, which btl-ofi reaches over shm, and one on "
                          "the second, over the network, in one module; NOTES.txt 2c)")
+    group.addoption("--multihost-nics", type=int, default=1, choices=(1, 2, 3, 4),
+                    help="-m multihost: NICs per host namespace, each on a subnet of its own "
+                         "(check-multihost.sh --nics); with several, btl-ofi takes them all "
+                         "and stripes puts and gets from 4 KiB over them")
     group.addoption("--multihost-dynamic", action="store_true", default=False,
                     help="-m multihost: also run the checks on MPI_Win_create_dynamic windows "
                          "across namespaces with Open MPI 4.1 (excluded by default there: "

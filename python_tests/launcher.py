@@ -163,6 +163,7 @@ class Hosts:
     iface: str
     conf: str = ""
     ifaces: tuple = ()      # every NIC of a host (check-multihost.sh --nics N), iface first
+    subnets: tuple = ()     # their subnets, in the same order
 
     @classmethod
     def from_conf(cls, path):
@@ -182,7 +183,8 @@ class Hosts:
                    hostfile=values["hostfile"], netns_map=values["netns_map"],
                    agent=values["agent"], subnet=values["subnet"], iface=values["iface"],
                    conf=str(path),
-                   ifaces=tuple(values.get("ifaces", "").split()) or (values["iface"],))
+                   ifaces=tuple(values.get("ifaces", "").split()) or (values["iface"],),
+                   subnets=tuple(values.get("subnets", "").split()) or (values["subnet"],))
 
     def env(self):
         """What the agent and the providers need in mpirun's environment: the providers

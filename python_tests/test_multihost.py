@@ -58,6 +58,7 @@ def btls(per_host=1):
 
 
 MAX_HOSTS = 3         # check-multihost.sh --hosts 2|3
+STRIPE_MIN = 4096     # --multihost-nics N: puts and gets from this size are striped
 DYNAMIC_EXCLUDED = (
     "excluded across hosts: MPI_Win_create_dynamic windows hang inside osc/rdma "
     "(ompi_osc_rdma_find_dynamic_region) with Open MPI 4.1.4, with the stock btl/ofi too; "
@@ -197,8 +198,12 @@ def node_proof(stderr, group, hosts, per_host=1):
     foreign = sorted(set(nodes) - set(hosts.nodes))
     if foreign:
         problems.append(f"ranks on nodes {foreign}, not the host namespaces {list(hosts.nodes)}")
-    for field, want in (("provider", group.provider), ("fabric", hosts.subnet),
-                        ("domain", hosts.iface)):
+    domains = sorted({m["domain"] for m in lines})
+    # one NIC: that one; several: one of them (the first libfabric lists), the same for all
+    iface = domains[0] if len(hosts.ifaces) > 1 and domains[:1] and \
+        domains[0] in hosts.ifaces else hosts.iface
+    subnet = dict(zip(hosts.ifaces, hosts.subnets)).get(iface, hosts.subnet)
+    for field, want in (("provider", group.provider), ("fabric", subnet), ("domain", iface)):
         seen = sorted({m[field] for m in lines})
         if seen and seen != [want]:
             problems.append(f"{field} {seen}, expected {want}")
@@ -209,14 +214,22 @@ def _netns_out(argv):
     return subprocess.run(argv, capture_output=True, text=True, timeout=30).stdout
 
 
-def veth_tx(hosts):
-    """{namespace: bytes its veth has sent}."""
+def veth_tx(hosts, iface=None):
+    """{namespace: bytes its veth (iface; default: all its NICs together) has sent}."""
     out = {}
     for ns in hosts.namespaces:
-        text = _netns_out(["ip", "netns", "exec", ns, "cat",
-                           f"/sys/class/net/{hosts.iface}/statistics/tx_bytes"]).strip()
-        out[ns] = int(text) if text.isdigit() else -1
+        total = 0
+        for name in ([iface] if iface else hosts.ifaces):
+            text = _netns_out(["ip", "netns", "exec", ns, "cat",
+                               f"/sys/class/net/{name}/statistics/tx_bytes"]).strip()
+            total = total + int(text) if text.isdigit() and total >= 0 else -1
+        out[ns] = total
     return out
+
+
+def nic_tx(hosts):
+    """{iface: bytes it has sent, summed over the host namespaces}."""
+    return {name: sum(veth_tx(hosts, name).values()) for name in hosts.ifaces}
 
 
 def reap(hosts, seconds=10):
@@ -250,6 +263,8 @@ class CrossHost:
     excluded: int        # checks of this group excluded (dynamic windows)
     problems: list = dataclasses.field(default_factory=list)  # place/traffic/leftovers
     nodes: dict = dataclasses.field(default_factory=dict)
+    nic_delta: dict = dataclasses.field(default_factory=dict)  # iface -> bytes it sent
+    striped: int = 0     # puts and gets split over the NICs (btl_<c>_stripe_count)
 
 
 class CrossHostLaunches:
@@ -300,18 +315,30 @@ class CrossHostLaunches:
             timeout = (45 + sum(matrix.budget_seconds(s, group) for s in specs)) * self.scale
             workdir = self.tmp_root / (group.label.replace("|", "_").replace(";", "+")
                                        + ("-dynamic" if part == "dynamic" else ""))
-            tx0 = veth_tx(self.hosts)
+            tx0, nic0 = veth_tx(self.hosts), nic_tx(self.hosts)
+            ours = dict(group.ours())
+            if len(self.hosts.ifaces) > 1:
+                # every NIC: the first libfabric lists carries the launch, the others take
+                # parts of puts and gets from STRIPE_MIN bytes (NOTES.txt 2d)
+                ours.update(domain_include="mheth*", stripe_min=str(STRIPE_MIN))
             launch = launcher.run_mpi(group.nranks, {"checks": specs}, timeout,
-                                      provider=group.provider, ours=group.ours(),
+                                      provider=group.provider, ours=ours,
                                       btl=btls(self.per_host),
                                       workdir=workdir, hosts=self.hosts)
             launch.check_ids = [s["id"] for s in specs]
             leftovers = reap(self.hosts)
-            tx1 = veth_tx(self.hosts)
+            tx1, nic1 = veth_tx(self.hosts), nic_tx(self.hosts)
             cross = CrossHost(launch, group, part, {ns: tx1[ns] - tx0[ns] for ns in tx0},
                               leftovers, excluded)
             cross.problems, cross.nodes = node_proof(launch.stderr, group, self.hosts,
                                                      self.per_host)
+            cross.nic_delta = {name: nic1[name] - nic0[name] for name in nic0}
+            cross.striped = sum(r.get("deltas", {}).get("stripe_count", 0)
+                                for r in outcome.records(launch, "check"))
+            idle = [name for name, sent in cross.nic_delta.items() if sent <= 0]
+            if cross.striped and idle:
+                cross.problems.append(f"{cross.striped} puts/gets were striped but {idle} "
+                                      f"sent nothing ({cross.nic_delta})")
             sharing = sum(n for n in cross.nodes.values() if n > 1) if len(cross.nodes) > 1 else 0
             said = launch.stderr.count("peers on this node over shm")
             if said != sharing:
@@ -361,7 +388,10 @@ class CrossHostLaunches:
                          f"{len(checks):3d}/{len(launch.check_ids):<3d}{bad:6d} "
                          f"{c.excluded if part == 'main' else 0:4d}  "
                          f"{','.join(where) or '-'} via {','.join(domains) or '?'} "
-                         f"({','.join(fabrics) or '?'}), {kib}KiB")
+                         f"({','.join(fabrics) or '?'}), {kib}KiB"
+                         + ("" if len(hosts.ifaces) < 2 else
+                            f"; {c.striped} striped, "
+                            + " ".join(f"{n} {v // 1024}KiB" for n, v in c.nic_delta.items())))
         excluded = sum(c.excluded for (_, part), c in self.launches.items() if part == "main")
         if excluded:
             lines.append(f"excl: {excluded} checks on MPI_Win_create_dynamic windows not run "
@@ -383,7 +413,7 @@ def _skip_reason(run):
 
 
 @pytest.fixture(scope="module")
-def netns_hosts(tmp_path_factory):
+def netns_hosts(request, tmp_path_factory):
     """The host namespaces: BTL_OFI_NETNS's (check-multihost.sh made them and
     removes them), or our own from check-multihost.sh --setup-only, removed
     (and checked gone) with --teardown after the module's tests."""
@@ -397,7 +427,9 @@ def netns_hosts(tmp_path_factory):
         yield hosts
         return
     workdir = tmp_path_factory.mktemp("netns")
-    run = _script(["--setup-only", "--hosts", MAX_HOSTS, "--log-dir", workdir], workdir)
+    nics = request.config.getoption("--multihost-nics")
+    run = _script(["--setup-only", "--hosts", MAX_HOSTS, "--nics", nics, "--log-dir", workdir],
+                  workdir)
     if run.returncode == 77:
         pytest.skip(_skip_reason(run))
     conf = workdir / "netns.conf"

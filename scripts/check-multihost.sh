@@ -5,6 +5,7 @@
 #   scripts/check-multihost.sh [--keep] [--hosts 2|3] [--seed N] [--log-dir DIR]
 #                              [--with-dynamic] [--no-conformance]
 #                              [--timeout-scale S] [PROVIDER...]
+#   scripts/check-multihost.sh --nics N [--rate RATE] --no-conformance [--hosts 2|3] ...
 #   scripts/check-multihost.sh --setup-only [--hosts 2|3] [--nics N] [--rate RATE] [--log-dir DIR]
 #   scripts/check-multihost.sh --teardown DIR/netns.conf
 #
@@ -38,13 +39,19 @@
 # Each run must show, on every rank, "selected provider <P> (fabric
 # 10.77.0.0/24, domain mheth0)" from a distinct node, and bytes on every veth.
 #
-# --nics N (1-4, with --setup-only): every host namespace gets N veth interfaces,
-# mheth0..mheth<N-1>, the k-th on a subnet of its own (10.<77+k>.0.0/24, hosts
-# .1<i>) joined by a bridge br<k> in the hub; netns.conf lists them (ifaces=,
-# subnets=). --rate RATE (a tc rate, e.g. 400mbit) shapes every host veth's
-# egress to it (tbf), so that several NICs carry more than one; without it they
-# run as fast as the machine copies. The striping tests and measurements
-# (python_tests/test_stripes.py, osc_harness/stripe_compare.py) launch into them.
+# --nics N (1-4): every host namespace gets N veth interfaces, mheth0..mheth<N-1>,
+# the k-th on a subnet of its own (10.<77+k>.0.0/24, hosts .1<i>) joined by a
+# bridge br<k> in the hub; netns.conf lists them (ifaces=, subnets=). --rate
+# RATE (a tc rate, e.g. 400mbit) shapes every host veth's egress to it (tbf), so
+# that several NICs carry more than one; without it they run as fast as the
+# machine copies. The striping tests and measurements (python_tests/test_stripes.py,
+# osc_harness/domains_compare.py) launch into them (--setup-only). A full run
+# with --nics N (and --no-conformance) runs the programs above through all of
+# them: the providers see every mheth, btl-ofi takes the first libfabric lists
+# (btl_<c>_domain_include=mheth*; mheth<N-1>) and stripes puts and gets from
+# btl_<c>_stripe_min=$STRIPE_MIN bytes over the others; each row shows the bytes
+# each NIC sent, and the 4 MiB osc_flush_visibility row must have sent at least
+# 1 MiB through every one of them.
 #
 # --keep leaves the namespaces (and prints how to remove them); otherwise they
 # are removed on any exit (trap). --setup-only makes the namespaces, writes
@@ -65,6 +72,7 @@ LOG_DIR=""
 DYNAMIC=0
 CONFORMANCE=1
 NICS=1
+STRIPE_MIN=65536
 RATE=""
 SETUP_ONLY=0
 TEARDOWN=""
@@ -92,8 +100,9 @@ while [ $# -gt 0 ]; do
 done
 case "$NHOSTS" in 2 | 3) ;; *) echo "check-multihost: --hosts must be 2 or 3" >&2; exit 2 ;; esac
 case "$NICS" in 1 | 2 | 3 | 4) ;; *) echo "check-multihost: --nics must be 1 to 4" >&2; exit 2 ;; esac
-if [ "$NICS" -gt 1 ] && [ "$SETUP_ONLY" = 0 ]; then
-    echo "check-multihost: --nics $NICS goes with --setup-only (the programs here use one NIC)" >&2
+if [ "$NICS" -gt 1 ] && [ "$SETUP_ONLY" = 0 ] && [ "$CONFORMANCE" = 1 ]; then
+    echo "check-multihost: --nics $NICS runs the programs only: add --no-conformance (the" \
+        "conformance suite over several NICs is pytest -m multihost --multihost-nics N)" >&2
     exit 2
 fi
 [[ -z "$RATE" || "$RATE" =~ ^[0-9]+[kmg]?bit$ ]] || { echo "check-multihost: --rate takes a tc rate such as 400mbit" >&2; exit 2; }
@@ -313,6 +322,19 @@ veth_tx() { # total bytes sent by every host's veth
     echo "$s"
 }
 
+nic_tx() { # bytes sent through each NIC (mheth0 first), summed over the hosts
+    local ns k b
+    local -a sum
+    for k in $(seq 0 $((NICS - 1))); do
+        sum[k]=0
+        for ns in "${HOSTS[@]}"; do
+            b=$(ip netns exec "$ns" cat "/sys/class/net/mheth$k/statistics/tx_bytes" 2>/dev/null || echo 0)
+            sum[k]=$((sum[k] + b))
+        done
+    done
+    echo "${sum[*]}"
+}
+
 veth_min_tx() { # smallest per-host tx byte count (each host must have sent something)
     local ns m="" b
     for ns in "${HOSTS[@]}"; do
@@ -339,23 +361,35 @@ else
         --mca oob_tcp_if_include "$SUBNET")
 fi
 
+# One NIC: the providers kept to it. Several: they see them all, btl-ofi takes mheth0
+# and stripes over the others.
+if [ "$NICS" -gt 1 ]; then
+    NIC_ENV=()
+    NIC_ARGS=(--mca "btl_${BTL_OFI_COMPONENT}_domain_include" "mheth*"
+        --mca "btl_${BTL_OFI_COMPONENT}_stripe_min" "$STRIPE_MIN")
+else
+    NIC_ENV=(FI_TCP_IFACE="$IFACE" FI_SOCKETS_IFACE="$IFACE")
+    NIC_ARGS=(-x FI_TCP_IFACE -x FI_SOCKETS_IFACE)
+fi
+
 # run_mpi LOG TIMEOUT NP PROVIDER PROG ARGS... -> mpirun's exit code (124 timeout)
 run_mpi() {
     local log=$1 to=$2 np=$3 prov=$4
     shift 4
-    NETNS_RSH_MAP="$LOG_DIR/netns-map" FI_TCP_IFACE=$IFACE FI_SOCKETS_IFACE=$IFACE \
+    env NETNS_RSH_MAP="$LOG_DIR/netns-map" "${NIC_ENV[@]}" \
         OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
         flock /tmp/btl-ofi-mpi.lock timeout -k 5 "$to" ip netns exec "$HUB" \
         mpirun -np "$np" --hostfile "$LOG_DIR/hostfile" --bind-to none \
         "${LAUNCH_ARGS[@]}" --mca btl_tcp_if_include "$SUBNET" \
         --mca pml ob1 --mca btl "self,tcp,$BTL_OFI_COMPONENT" --mca osc rdma \
         --mca "btl_${BTL_OFI_COMPONENT}_provider_include" "$prov" --mca btl_base_verbose 10 \
-        "${FORWARD_ENV[@]}" -x FI_TCP_IFACE -x FI_SOCKETS_IFACE \
+        "${FORWARD_ENV[@]}" "${NIC_ARGS[@]}" \
         "$@" >"$log" 2>&1
 }
 
-# where_check LOG NP PROVIDER -> "" if every rank selected PROVIDER on mheth0 from
-# its own node, else the reason; prints the interface summary on fd 3
+# where_check LOG NP PROVIDER -> "" if every rank selected PROVIDER on mheth0 (with
+# --nics: on one mheth, the same for all) from its own node, else the reason; prints
+# the interface summary on fd 3
 where_check() {
     local log=$1 np=$2 prov=$3 lines nodes domains fabrics
     lines=$(grep -F "btl:$BTL_OFI_COMPONENT: selected provider $prov (" "$log")
@@ -365,6 +399,12 @@ where_check() {
     echo "$(paste -sd, - <<<"$nodes") via ${domains:-?} (${fabrics:-?})" >&3
     [ "$(grep -c . <<<"$lines")" -eq "$np" ] || { echo "selected-on-$(grep -c . <<<"$lines")/$np-ranks"; return; }
     [ "$(grep -c . <<<"$nodes")" -eq "$np" ] || { echo "ranks-not-on-$np-nodes"; return; }
+    if [ "$NICS" -gt 1 ]; then
+        # one of the NICs, the same on every rank (the first libfabric lists), on its subnet
+        [[ "$domains" =~ ^mheth([0-9])$ ]] || { echo "domain=$domains"; return; }
+        [ "$fabrics" = "10.$((77 + BASH_REMATCH[1])).0.0/24" ] || { echo "fabric=$fabrics"; return; }
+        return
+    fi
     [ "$domains" = "$IFACE" ] || { echo "domain=$domains"; return; }
     [ "$fabrics" = "$SUBNET" ] || { echo "fabric=$fabrics"; return; }
 }
@@ -394,13 +434,15 @@ classify() {
 one() {
     local name=$1 prov=$2 np=$3 to=$4 prog=$5
     shift 5
-    local log start rc res counts where why tx0 tx1 min0 min1
+    local log start rc res counts where why tx0 tx1 min0 min1 nic0 nic1 per_nic="" k
     log="$LOG_DIR/$name-$(tr -c 'A-Za-z0-9_\n' '_' <<<"$prov").log"
     tx0=$(veth_tx)
+    read -r -a nic0 <<<"$(nic_tx)"
     start=$(date +%s)
     run_mpi "$log" "$to" "$np" "$prov" "$BIN_DIR/$prog" "$@"
     rc=$?
     tx1=$(veth_tx)
+    read -r -a nic1 <<<"$(nic_tx)"
     res=$(classify $rc)
     case "$prog" in
     osc_demo)
@@ -434,7 +476,18 @@ one() {
     if [ "$res" = PASS ] && [ $((tx1 - tx0)) -le 0 ]; then
         res="FAIL(no-veth-bytes)"
     fi
-    row "$name" "$prov" "$np" "$res" "$counts" "$(cat "$log.where") $(((tx1 - tx0) / 1024))KiB" \
+    if [ "$NICS" -gt 1 ]; then
+        for k in $(seq 0 $((NICS - 1))); do
+            per_nic="$per_nic mheth$k:$(((nic1[k] - nic0[k]) / 1024))KiB"
+            # a 4 MiB put striped over every NIC: each carried a share of 30 of them
+            if [ "$res" = PASS ] && [ "$name" = osc_flush_visibility ] &&
+                [ $((nic1[k] - nic0[k])) -lt $((1 << 20)) ]; then
+                res="FAIL(mheth$k-idle)"
+            fi
+        done
+    fi
+    row "$name" "$prov" "$np" "$res" "$counts" \
+        "$(cat "$log.where") $(((tx1 - tx0) / 1024))KiB$per_nic" \
         "$(($(date +%s) - start))" "$log"
     # no daemon or rank may outlive its job
     local ns pids
