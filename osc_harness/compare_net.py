@@ -247,18 +247,19 @@ def command(cfg, exe, prog_args, env, hosts, outdir, nranks=2):
     return argv + [exe] + prog_args, env
 
 
+def tx_bytes(ns, iface, stat="tx_bytes"):
+    """One counter of an interface in a network namespace (0 if it cannot be read)."""
+    r = subprocess.run(["ip", "netns", "exec", ns, "cat",
+                        f"/sys/class/net/{iface}/statistics/{stat}"],
+                       capture_output=True, text=True, timeout=30)
+    text = r.stdout.strip()
+    return int(text) if text.isdigit() else 0
+
+
 def veth_counters(hosts):
     """{namespace: (tx_bytes, tx_packets)} of each host's interface."""
-    out = {}
-    for ns in hosts.namespaces:
-        vals = []
-        for stat in ("tx_bytes", "tx_packets"):
-            r = subprocess.run(["ip", "netns", "exec", ns, "cat",
-                                f"/sys/class/net/{hosts.iface}/statistics/{stat}"],
-                               capture_output=True, text=True, timeout=30)
-            vals.append(int(r.stdout.strip() or 0))
-        out[ns] = tuple(vals)
-    return out
+    return {ns: (tx_bytes(ns, hosts.iface), tx_bytes(ns, hosts.iface, "tx_packets"))
+            for ns in hosts.namespaces}
 
 
 LIB_RE = re.compile(r"(\S*/(lib(mpi|fabric|ucp|uct)\S*\.so[.\d]*|mca_(osc|btl|pml)_\w+\.so))$")

@@ -31,11 +31,17 @@ btl_<c>_domain_include=mheth*. osc_bw (put and get, 16 per flush, at most
 Targets printed: bandwidth at 1-4 MiB with striping at least 1.5x one NIC's;
 8-byte latency within 1.1x of one NIC's.
 
-Every run must show btl-ofi's counters moving (-r) and, where the
+Every run of btl-ofi must show its counters moving (-r) and, where the
 configuration says so, the verbose line of its domains on every rank.
+--others (--mode stripes) adds MPICH ch4:ofi (compare_net's venv, bash
+scripts/install-mpis.sh) with its multi-NIC striping off and on
+(MPIR_CVAR_CH4_OFI_ENABLE_MULTI_NIC_STRIPING=1, MAX_NICS=2, threshold 64 KiB)
+and, on Open MPI 4.1, osc/pt2pt over btl/tcp on both subnets (Open MPI's own
+multi-NIC path: osc/rdma does not take btl/tcp); a table shows the bytes each
+NIC sent during the bandwidth runs of each configuration.
 
   python3 osc_harness/domains_compare.py [--mode node-local|stripes] [--rounds N]
-                                         [--iters N] [--rate RATE] [--out DIR]
+                                         [--iters N] [--rate RATE] [--out DIR] [--others]
 (the programs from the repository root, where the build puts them;
 BTL_OFI_BIN_DIR to take them from elsewhere)
 Exit: 0 ran (targets are reported, not enforced: the machine is noisy), 1 a
@@ -72,6 +78,9 @@ class Config:
     mca: dict = dataclasses.field(default_factory=dict)
     line: str = ""     # the verbose line every rank must print ("" none may)
     unlike: str = ""   # a verbose line no rank may print
+    btl: str = ""      # Open MPI's btl list ("": self, the node BTL, tcp and ours)
+    osc: str = "rdma"
+    mpich: dict = None  # MPICH (compare_net's venv, hydra) with these variables
 
 
 NODE_LOCAL = {
@@ -111,6 +120,20 @@ STRIPES = {
                 ("2 NICs, min 256K", "1 NIC", "lat_us", (8,), 1.1, None)],
     "setup": ["--nics", "2"],
 }
+# MPICH ch4:ofi with its multi-NIC striping off and on (threshold 64 KiB), and Open MPI's own
+# two-NIC path, osc/pt2pt over btl/tcp on both subnets (btl/tcp spreads over every interface;
+# osc/rdma does not take btl/tcp, which has no atomics; Open MPI 4.1 only, 5.0 has no
+# osc/pt2pt): side by side with the configurations above.
+MPICH_STRIPING = {"MPIR_CVAR_CH4_OFI_ENABLE_MULTI_NIC_STRIPING": "1",
+                  "MPIR_CVAR_CH4_OFI_MAX_NICS": "2",
+                  "MPIR_CVAR_CH4_OFI_MULTI_NIC_STRIPING_THRESHOLD": "65536"}
+OTHERS = [
+    Config("MPICH, striping off", 2, 2, NET, {}, mpich={}),
+    Config("MPICH, striping on", 2, 2, NET, {}, mpich=MPICH_STRIPING),
+]
+STOCK_TCP = Config("stock osc/pt2pt, btl/tcp on both", 2, 2, "", {},
+                   {"btl_tcp_if_include": "10.77.0.0/24,10.78.0.0/24"}, btl="self,tcp",
+                   osc="pt2pt")
 
 
 def hosts_for(hosts, cfg, outdir):
@@ -121,17 +144,56 @@ def hosts_for(hosts, cfg, outdir):
     return dataclasses.replace(hosts, hostfile=path)
 
 
+def nic_bytes(hosts):
+    """{iface: bytes it sent, summed over the host namespaces}."""
+    return {name: sum(compare_net.tx_bytes(ns, name) for ns in hosts.namespaces)
+            for name in hosts.ifaces}
+
+
+def mpich_argv(cfg, prog, args, hosts, outdir):
+    """MPICH's run of prog (its own build, compare_net's venv), or None if not installed."""
+    fam = next((f for f in compare_net.families() if f.kind == "mpich" and not f.missing()),
+               None)
+    if fam is None:
+        return None, None
+    net = compare.Config(cfg.name, cfg.provider, "hydra", note=fam.root,
+                         env=dict(fam.env(""), MPIR_CVAR_CH4_NETMOD="ofi",
+                                  FI_PROVIDER=cfg.provider, **cfg.mpich))
+    return compare_net.command(net, os.path.join(fam.bin_dir, prog), args,
+                               dict(os.environ), hosts, outdir, cfg.nranks)
+
+
 def one_run(cfg, bench, hosts, outdir, iters):
+    """({(metric, op, size): value}, problems, {iface: bytes sent during the run})."""
     prog, metric, ops, sizes, more = bench
-    btl = f"self,{launcher.node_btl()},tcp,{launcher.component_name()}"
-    args = ["-j", "-r", "-o", ops, "-S", sizes, "-i", str(iters), *more] + \
+    btl = cfg.btl or f"self,{launcher.node_btl()},tcp,{launcher.component_name()}"
+    ours = cfg.mpich is None and not cfg.btl  # btl-ofi's: its counters must move (-r)
+    args = ["-j", *(["-r"] if ours else []), "-o", ops, "-S", sizes, "-i", str(iters), *more] + \
         (["-y"] if cfg.nranks > 2 else [])
-    argv = launcher.mpirun_argv(cfg.nranks, cfg.provider, cfg.mca, "rdma", btl,
-                                program=os.path.join(BIN_DIR, prog), program_args=args,
-                                native=True, hosts=hosts_for(hosts, cfg, outdir), ours=cfg.ours)
-    env = launcher.mpi_env()
-    env.update(hosts.env())
+    if cfg.mpich is not None:
+        argv, env = mpich_argv(cfg, prog, args, hosts, outdir)
+        if argv is None:
+            return {}, ["MPICH not installed (bash scripts/install-mpis.sh)"], {}
+    else:
+        # a parameter the hosts' launch sets already (btl_tcp_if_include) takes the new value
+        # in place: mpirun refuses one parameter given twice
+        argv = launcher.mpirun_argv(cfg.nranks, cfg.provider or None, {}, cfg.osc, btl,
+                                    program=os.path.join(BIN_DIR, prog), program_args=args,
+                                    native=True, hosts=hosts_for(hosts, cfg, outdir),
+                                    ours=cfg.ours)
+        for name, value in cfg.mca.items():
+            at = [i for i in range(len(argv) - 2) if argv[i] == "--mca" and argv[i + 1] == name]
+            if at:
+                argv[at[0] + 2] = str(value)
+            else:
+                at = argv.index("mpirun") + 1
+                argv[at:at] = ["--mca", name, str(value)]
+        env = launcher.mpi_env()
+        env.update(hosts.env())
+    before = nic_bytes(hosts)
     rc, out, err, _ = compare.locked_run(argv, env, 300)
+    after = nic_bytes(hosts)
+    sent = {name: after[name] - before[name] for name in before}
     problems = []
     if rc != 0:
         problems.append(f"exit {rc}: {(err.strip().splitlines() or ['?'])[-1]}")
@@ -141,7 +203,7 @@ def one_run(cfg, bench, hosts, outdir, iters):
         problems.append(f"'{cfg.unlike}' printed")
     _, rows = compare.parse_records(out)
     return {(metric, r["op"], int(r["size"])): float(r[metric]) for r in rows if metric in r}, \
-        problems
+        problems, sent
 
 
 def table(mode, med, names):
@@ -179,19 +241,29 @@ def main():
     ap.add_argument("--rate", default="400mbit",
                     help="tc rate of each NIC (--mode stripes); none: unshaped")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--others", action="store_true",
+                    help="--mode stripes: also MPICH (striping off, on) and Open MPI's "
+                         "osc/pt2pt over btl/tcp on both NICs")
     opts = ap.parse_args()
     mode = NODE_LOCAL if opts.mode == "node-local" else STRIPES
+    if opts.mode == "stripes" and opts.others:
+        mode = dict(mode, configs=mode["configs"] + OTHERS +
+                    ([STOCK_TCP] if launcher.ompi_major() < 5 else []))
     setup = mode["setup"] + (["--rate", opts.rate]
                              if opts.mode == "stripes" and opts.rate != "none" else [])
     outdir = opts.out or tempfile.mkdtemp(prefix=f"{opts.mode}-compare-")
     os.makedirs(outdir, exist_ok=True)
-    samples, failed = {}, []
+    samples, failed, shares = {}, [], {}
     with compare_net.namespaces(outdir, launcher.env_file_path(), setup) as hosts:
         for rnd in range(opts.rounds):
             for cfg in mode["configs"]:
                 for bench in mode["benches"]:
                     iters = opts.iters if bench[0] == "osc_latency" else max(opts.iters // 100, 5)
-                    got, problems = one_run(cfg, bench, hosts, outdir, iters)
+                    got, problems, sent = one_run(cfg, bench, hosts, outdir, iters)
+                    if bench[0] == "osc_bw":
+                        for name, value in sent.items():
+                            shares.setdefault(cfg.name, {}).setdefault(name, 0)
+                            shares[cfg.name][name] += value
                     print(f"round {rnd + 1} {cfg.name} {bench[0]}: {len(got)} rows"
                           f"{'; ' + '; '.join(problems) if problems else ''}", flush=True)
                     failed += [f"{cfg.name} {bench[0]}: {p}" for p in problems]
@@ -201,6 +273,16 @@ def main():
     text = table(mode, med, [c.name for c in mode["configs"]])
     print(f"\nmedians of {opts.rounds} interleaved rounds ({opts.mode}"
           f"{', each NIC ' + opts.rate if opts.mode == 'stripes' else ''}):\n")
+    if len(hosts.ifaces) > 1:
+        text += "\n\nbytes each NIC sent during the osc_bw runs (all rounds, both hosts):\n\n"
+        text += "| configuration | " + " | ".join(hosts.ifaces) + " | share of the busiest |\n"
+        text += "|---|" + "---:|" * (len(hosts.ifaces) + 1) + "\n"
+        for name in [c.name for c in mode["configs"]]:
+            sent = shares.get(name, {})
+            total = max(sum(sent.values()), 1)
+            text += f"| {name} | " + " | ".join(f"{sent.get(i, 0) / 2**20:.0f} MiB"
+                                                for i in hosts.ifaces) + \
+                f" | {max(sent.values() or [0]) / total:.2f} |\n"
     print(text)
     with open(os.path.join(outdir, f"{opts.mode}.json"), "w", encoding="utf-8") as fh:
         json.dump({c: {"/".join(map(str, k)): v for k, v in rows.items()}
