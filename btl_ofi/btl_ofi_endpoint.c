@@ -148,6 +148,7 @@ static mca_btl_base_endpoint_t *mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t
             mca_btl_ofi_count(MCA_BTL_OFI_CNT_LOCAL_PEERS, 1);
         }
         endpoint->proof_handle = msg->proof_handle;
+        mca_btl_ofi_count(MCA_BTL_OFI_CNT_PEERS, 1);
     }
     free(msg);
     return endpoint;
@@ -283,6 +284,7 @@ void mca_btl_ofi_endpoints_release(mca_btl_ofi_module_t *module)
     OPAL_HASH_TABLE_FOREACH(key, uint64, endpoint, &module->endpoints)
     {
         OBJ_RELEASE(endpoint);
+        mca_btl_ofi_uncount(MCA_BTL_OFI_CNT_PEERS, 1);
     }
     opal_hash_table_remove_all(&module->endpoints);
 }

@@ -143,6 +143,10 @@ static const struct {
                               "Network domains (NICs) this process uses: 1, or more where "
                               "large puts and gets are striped",
                               MCA_BASE_PVAR_CLASS_LEVEL},
+    [MCA_BTL_OFI_CNT_PEERS] = {"peers",
+                               "Endpoints this process holds, one per peer and domain, each "
+                               "with an address-vector entry: what add_procs built so far",
+                               MCA_BASE_PVAR_CLASS_LEVEL},
     [MCA_BTL_OFI_CNT_REFUSED] = {"refused_count",
                                  "Operations refused for a missing endpoint or registration handle "
                                  "or an address outside the registration",

@@ -52,6 +52,7 @@ enum mca_btl_ofi_counter_id_t {
     MCA_BTL_OFI_CNT_LOCAL_PEERS,   /**< level: peers reached over the node-local domain */
     MCA_BTL_OFI_CNT_STRIPED,       /**< puts and gets split over several NICs */
     MCA_BTL_OFI_CNT_NICS,          /**< level: network domains (NICs) this process uses */
+    MCA_BTL_OFI_CNT_PEERS,         /**< level: endpoints (address-vector entries) held */
     MCA_BTL_OFI_CNT_MAX,
 };
 

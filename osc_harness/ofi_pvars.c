@@ -24,6 +24,7 @@ static const char *const suffixes[OFI_PVAR_COUNT] = {
     [OFI_PVAR_REFUSED] = "refused_count",
     [OFI_PVAR_POST_EAGAIN] = "post_eagain",
     [OFI_PVAR_INJECTED] = "injected_faults",
+    [OFI_PVAR_PEERS] = "peers",
 };
 static char names[OFI_PVAR_COUNT][96];
 

@@ -22,6 +22,7 @@ enum ofi_pvar_id {
     OFI_PVAR_REFUSED,
     OFI_PVAR_POST_EAGAIN, /* resource pressure that was met */
     OFI_PVAR_INJECTED,    /* debug fault injection: proof that it fired */
+    OFI_PVAR_PEERS,       /* a level: endpoints (address-vector entries) held */
     OFI_PVAR_COUNT,
 };
 

@@ -11,7 +11,8 @@
  * to free), "loop" the wall time of all R rounds on rank 0 (what issue 28
  * quotes). The last columns are btl-ofi's counters per round, summed over
  * ranks, read through MPI_T: the proof that btl-ofi carried the puts (with
- * another BTL they are absent and the table says so).
+ * another BTL they are absent and the table says so). Last, each rank's peak resident
+ * memory (getrusage) and btl-ofi's endpoints (MPI_T "peers", one per peer and domain).
  *
  * usage: mpirun -np 2+ osc_scale [-r ROUNDS] [-b BYTES] [-j] [-o]
  *   -r ROUNDS  window rounds (default 20)
@@ -26,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "bench_output.h"
 #include "harness_core.h"
@@ -168,6 +170,20 @@ static int run(void *ctx)
                MPI_MAX, 0, MPI_COMM_WORLD);
     const int present = harness_min_int(after.present);
 
+    /* what a rank holds after the rounds: its peak resident memory, and btl-ofi's endpoints
+     * (a level: one per peer and domain, kept to finalize) */
+    struct rusage usage;
+    double rss_mib[2] = {0, 0}; /* max, sum */
+    unsigned long peers = present ? after.value[OFI_PVAR_PEERS] : 0;
+
+    getrusage(RUSAGE_SELF, &usage);
+    rss_mib[0] = rss_mib[1] = (double)usage.ru_maxrss / 1024.0;
+    MPI_Reduce(0 == rank ? MPI_IN_PLACE : &rss_mib[0], &rss_mib[0], 1, MPI_DOUBLE, MPI_MAX, 0,
+               MPI_COMM_WORLD);
+    MPI_Reduce(0 == rank ? MPI_IN_PLACE : &rss_mib[1], &rss_mib[1], 1, MPI_DOUBLE, MPI_SUM, 0,
+               MPI_COMM_WORLD);
+    MPI_Reduce(0 == rank ? MPI_IN_PLACE : &peers, &peers, 1, MPI_UNSIGNED_LONG, MPI_MAX, 0,
+               MPI_COMM_WORLD);
     if (0 == rank) {
         double per_round[NSHOWN];
 
@@ -198,6 +214,15 @@ static int run(void *ctx)
             }
         }
         print_row(o, nranks, "loop", 1, loop, loop, NULL, present, 0);
+        if (o->json) {
+            printf("{\"bench\": \"osc_scale\", \"phase\": \"memory\", \"ranks\": %d, "
+                   "\"rss_max_MiB\": %.1f, \"rss_mean_MiB\": %.1f, \"peers_max\": %lu}\n",
+                   nranks, rss_mib[0], rss_mib[1] / nranks, present ? peers : 0UL);
+        } else {
+            printf("# memory: peak RSS per rank %.1f MiB at most, %.1f MiB on average; btl-ofi "
+                   "endpoints per rank: %s%lu\n",
+                   rss_mib[0], rss_mib[1] / nranks, present ? "" : "(absent) ", peers);
+        }
         if (wrong) {
             printf("WRONG: %d bytes did not arrive\n", wrong);
         }

@@ -6,8 +6,11 @@ slow spell of the machine hits all of them alike; the table shows the median
 over repetitions of each phase (ms, slowest rank, mean over rounds) and the
 ratio ours / vader. Only ratios are meant to be compared (no absolute target).
 
-  scale_compare.py [--np 2,4,8,16] [--reps 3] [--rounds 20]
+  scale_compare.py [--np 2,4,8,16] [--reps 3] [--rounds 20] [--tcp]
                    [--before DIR]   # also a second btl-ofi build's component dir
+The last rows of each rank count: the peak resident memory of the largest rank
+(getrusage) and btl-ofi's endpoints per rank (MPI_T "peers"; 0 without btl-ofi).
+--tcp adds Open MPI's one-sided path over btl/tcp (osc/pt2pt on 4.1, osc/rdma on 5.0).
 Needs BTL_OFI_LIBEXECDIR, BTL_OFI_OMPI_PKGLIBDIR and OMPI_MCA_mca_base_component_path
 from the env file (btl-ofi-env.sh); mpirun runs under flock /tmp/btl-ofi-mpi.lock.
 """
@@ -21,6 +24,10 @@ import sys
 OURS = ["--mca", "btl", "self,vader,ofirma", "--mca", "osc", "rdma",
         "--mca", "btl_ofirma_provider_include", "shm"]
 VADER = ["--mca", "btl", "self,vader", "--mca", "osc", "rdma"]
+# Open MPI's one-sided path over btl/tcp: osc/pt2pt on 4.1 (osc/rdma needs atomics btl/tcp
+# lacks); 5.0 has no osc/pt2pt, and its osc/rdma serves btl/tcp with active messages.
+TCP_41 = ["--mca", "btl", "self,tcp", "--mca", "osc", "pt2pt"]
+TCP_50 = ["--mca", "btl", "self,tcp", "--mca", "osc", "rdma"]
 PHASES = ["MPI_Init", "Win_create first", "Win_create later", "lock_all", "put",
           "unlock_all", "Win_free", "round", "loop"]
 
@@ -37,7 +44,8 @@ def run_one(np_, mca, rounds, component_path=None):
     for line in out.stdout.splitlines():
         if line.startswith("{"):
             rec = json.loads(line)
-            rows[rec["phase"]] = rec
+            if "phase" in rec:
+                rows[rec["phase"]] = rec
     return rows
 
 
@@ -47,11 +55,18 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--before", help="component dir of a second btl-ofi build ('before')")
+    ap.add_argument("--tcp", action="store_true",
+                    help="also Open MPI's one-sided path over btl/tcp")
     args = ap.parse_args()
     nps = [int(x) for x in args.np.split(",")]
-    configs = [("ours", OURS, None), ("vader", VADER, None)]
+    node = os.environ.get("BTL_OFI_NODE_BTL", "vader")
+    major = int(os.environ.get("BTL_OFI_OMPI_VERSION", "4").split(".")[0])
+    ours = [a.replace("vader", node) for a in OURS]
+    configs = [("ours", ours, None), ("vader", [a.replace("vader", node) for a in VADER], None)]
+    if args.tcp:
+        configs.append(("tcp", TCP_50 if major >= 5 else TCP_41, None))
     if args.before:
-        configs.insert(1, ("before", OURS,
+        configs.insert(1, ("before", ours,
                            args.before + ":" + os.environ["BTL_OFI_OMPI_PKGLIBDIR"]))
     res = {}  # (np, config, phase) -> [ms]
     carried = {}
@@ -61,7 +76,11 @@ def main():
                 rows = run_one(np_, mca, args.rounds, path)
                 for ph in PHASES:
                     res.setdefault((np_, name, ph), []).append(rows[ph]["ms_mean"])
-                if name != "vader":
+                mem = rows.get("memory", {})
+                res.setdefault((np_, name, "peak RSS MiB"), []).append(mem.get("rss_max_MiB", 0))
+                res.setdefault((np_, name, "btl-ofi endpoints"), []).append(
+                    mem.get("peers_max", 0))
+                if name in ("ours", "before"):
                     carried.setdefault((np_, name), []).append(rows["round"].get("put_count", 0))
     names = [c[0] for c in configs]
     head = f"{'ranks':>5} {'phase':>17} " + " ".join(f"{n + ' ms':>11}" for n in names)
@@ -70,14 +89,15 @@ def main():
           "median ms (slowest rank, mean over rounds)")
     print(head)
     for np_ in nps:
-        for ph in PHASES:
+        for ph in PHASES + ["peak RSS MiB", "btl-ofi endpoints"]:
             med = {n: statistics.median(res[(np_, n, ph)]) for n in names}
             line = f"{np_:>5} {ph:>17} " + " ".join(f"{med[n]:>11.3f}" for n in names)
             line += " " + " ".join(f"{med[n] / med['vader']:>13.2f}" if med["vader"] > 0
                                    else f"{'-':>13}" for n in names if n != "vader")
             print(line)
         print(f"{np_:>5} {'btl-ofi puts/round':>17} " +
-              " ".join(f"{min(carried[(np_, n)]):>11.1f}" for n in names if n != "vader"))
+              " ".join(f"{min(carried[(np_, n)]):>11.1f}" for n in names
+                       if n in ("ours", "before")))
     return 0
 
 
