@@ -313,16 +313,7 @@ setup() {
     done
 }
 
-veth_tx() { # total bytes sent by every host's veth
-    local ns s=0 b
-    for ns in "${HOSTS[@]}"; do
-        b=$(ip netns exec "$ns" cat "/sys/class/net/$IFACE/statistics/tx_bytes" 2>/dev/null || echo 0)
-        s=$((s + b))
-    done
-    echo "$s"
-}
-
-nic_tx() { # bytes sent through each NIC (mheth0 first), summed over the hosts
+nic_tx() { # bytes sent through each NIC (mheth0, $IFACE, first), summed over the hosts
     local ns k b
     local -a sum
     for k in $(seq 0 $((NICS - 1))); do
@@ -333,15 +324,6 @@ nic_tx() { # bytes sent through each NIC (mheth0 first), summed over the hosts
         done
     done
     echo "${sum[*]}"
-}
-
-veth_min_tx() { # smallest per-host tx byte count (each host must have sent something)
-    local ns m="" b
-    for ns in "${HOSTS[@]}"; do
-        b=$(ip netns exec "$ns" cat "/sys/class/net/$IFACE/statistics/tx_bytes" 2>/dev/null || echo 0)
-        [ -z "$m" ] || [ "$b" -lt "$m" ] && m=$b
-    done
-    echo "$m"
 }
 
 # What the ranks on other "hosts" need from the env file (-x for mpirun).
@@ -434,15 +416,15 @@ classify() {
 one() {
     local name=$1 prov=$2 np=$3 to=$4 prog=$5
     shift 5
-    local log start rc res counts where why tx0 tx1 min0 min1 nic0 nic1 per_nic="" k
+    local log start rc res counts where why tx0 tx1 nic0 nic1 per_nic="" k
     log="$LOG_DIR/$name-$(tr -c 'A-Za-z0-9_\n' '_' <<<"$prov").log"
-    tx0=$(veth_tx)
     read -r -a nic0 <<<"$(nic_tx)"
+    tx0=${nic0[0]}
     start=$(date +%s)
     run_mpi "$log" "$to" "$np" "$prov" "$BIN_DIR/$prog" "$@"
     rc=$?
-    tx1=$(veth_tx)
     read -r -a nic1 <<<"$(nic_tx)"
+    tx1=${nic1[0]}
     res=$(classify $rc)
     case "$prog" in
     osc_demo)
