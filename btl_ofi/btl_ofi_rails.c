@@ -265,7 +265,7 @@ static int mca_btl_ofi_rails_striped(mca_btl_base_module_put_fn_t rma, mca_btl_o
         }
         for (;;) {
             rc = rma(&nic->super, to, local_address + offset, remote_address + offset,
-                     local_handle, remote_handle + nic->slot, len, flags, order,
+                     local_handle, mca_btl_ofi_rails_slot(remote_handle, nic), len, flags, order,
                      stripe ? mca_btl_ofi_stripe_part_done : NULL, stripe, NULL);
             if (OPAL_ERR_OUT_OF_RESOURCE != rc || 0 == i) {
                 break;
