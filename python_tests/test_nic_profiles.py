@@ -125,14 +125,18 @@ def test_tight_queues(core, program, tmp_path):
 
 # ---- the tests can fail: btl-ofi's protections switched off (issue 25 item 6) ------------
 #
-# osc_flush_visibility (rank 1 watches its own memory after rank 0's put + flush, making no
-# MPI call) over the reordering efa-like profile on tcp;ofi_rxm, whose data lands only when
-# the target progresses:
+# osc_flush_visibility over the reordering efa-like profile on tcp;ofi_rxm, whose data lands
+# only when the target progresses:
 #   - btl_<c>_completion=local (debug) on the transmit-complete NIC: callbacks and flush at
-#     local completion. The watch
-#     must see stale rounds (Open MPI 4.1). Open MPI 5's osc/rdma uses a BTL directly only
+#     local completion. The control uses the watch form: rank 1 makes no MPI call for
+#     CONTROL_BUSY_MS after each round's barrier and watches its own memory, so a put whose
+#     flush returned at local completion cannot have landed (nothing progresses rank 1) and
+#     the bytes are seen old after the flush: stale in nearly every round (39 of 40), not by
+#     a race. (The message form, where rank 1 waits in MPI_Recv and so progresses the put
+#     while it waits, lost that race in all of 3 launches under CI load: 2026-11-27.) It
+#     must see stale rounds on Open MPI 4.1. Open MPI 5's osc/rdma uses a BTL directly only
 #     if it claims remote completion, which this mode does not: there the control must NOT
-#     be carried by btl-ofi;
+#     be carried by btl-ofi, and its fallback must be exact;
 #   - transmit-complete only (FI_OFI_STRICTMR_DELIVERY_COMPLETE=0) with reordering: nothing
 #     proves remote completion (no delivery-complete, no read-after-write order), so btl-ofi
 #     declines with its message and Open MPI carries on without it; with the debug
@@ -141,20 +145,25 @@ def test_tight_queues(core, program, tmp_path):
 #     reported, not asserted.
 
 VIS_ROUNDS = 40
-# The negative control's launches at most: a stale round is a race the control usually
-# wins (3-14 of 40 rounds), but a loaded machine can hide it for one launch (0 of 40 seen
-# once, under a concurrent job); it must show up in one of these.
+# The control's put: small enough to sit in the socket's buffer, so the origin's transmit
+# completes while the target is busy (a 4 MiB put would wait for the target to drain it).
+CONTROL_SIZE = 64 << 10
+CONTROL_BUSY_MS = 20
+# A round is not stale if rank 0 is descheduled for the whole of rank 1's busy time, so a
+# loaded machine may lose a few rounds; the control needs one stale round in a launch, and
+# gets up to this many launches.
 CONTROL_TRIES = 3
 
 
-def _visibility(tmp_path, ours, extra_env=None):
+def _visibility(tmp_path, ours, extra_env=None, size=4 << 20, busy_ms=0):
     env = launcher.mpi_env()
     exe = Path(env.get("BTL_OFI_LIBEXECDIR", ""), "osc_flush_visibility")
     env.update(matrix.profile_env("efa-like", tmp_path / "strictmr.jsonl"))
     env.update(extra_env or {})
     argv = launcher.mpirun_argv(2, "tcp;ofi_rxm;ofi_strictmr", program=exe,
-                                program_args=[str(4 << 20), str(VIS_ROUNDS)], native=True,
-                                ours=ours, forward=sorted(k for k in env if k.startswith("FI_")))
+                                program_args=[str(size), str(VIS_ROUNDS), str(busy_ms)],
+                                native=True, ours=ours,
+                                forward=sorted(k for k in env if k.startswith("FI_")))
     run = launcher.run_argv(argv, 240, env, tmp_path)
     line = next((ln for ln in run.stdout.splitlines() if ln.startswith("size=")), "")
     return run, line
@@ -173,7 +182,8 @@ def test_control_local_completion_goes_stale(tmp_path, capsys):
     for attempt in range(CONTROL_TRIES):
         workdir = tmp_path / f"try{attempt}"
         workdir.mkdir()
-        run, line = _visibility(workdir, {"completion": "local"}, NO_DC)
+        run, line = _visibility(workdir, {"completion": "local"}, NO_DC, CONTROL_SIZE,
+                                CONTROL_BUSY_MS)
         lines.append(line)
         with capsys.disabled():
             print(f"\ncompletion=local control under reordering, tcp;ofi_rxm: {line}")
@@ -189,6 +199,16 @@ def test_control_local_completion_goes_stale(tmp_path, capsys):
             return
     pytest.fail(f"completion=local under reordering showed no stale round in {CONTROL_TRIES} "
                 f"launches of {VIS_ROUNDS} rounds: the visibility check cannot fail? {lines}")
+
+
+def test_watch_form_exact(tmp_path, capsys):
+    """The control's own form with btl-ofi's default completion (delivery-complete, which
+    the efa-like NIC grants over this core): the same busy target, no stale round."""
+    run, line = _visibility(tmp_path, {}, None, CONTROL_SIZE, CONTROL_BUSY_MS)
+    with capsys.disabled():
+        print(f"\ndefault completion, busy target, efa-like on tcp;ofi_rxm: {line}")
+    assert not run.timed_out and run.returncode == 0 and _stale(line) == 0 \
+        and "NOT CARRIED" not in line, f"exit {run.returncode}: {line or run.stderr[-1500:]}"
 
 
 def test_no_completion_proof_declined(tmp_path, capsys):
