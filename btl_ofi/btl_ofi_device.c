@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "btl_ofi_coalesce.h"
+#include "btl_ofi_fault.h"
 #include "btl_ofi_locate.h"
 #include "btl_ofi_mr.h"
 #include "btl_ofi_msg.h"
@@ -184,6 +185,7 @@ static void mca_btl_ofi_lists_construct(mca_btl_ofi_module_t *module)
     OBJ_CONSTRUCT(&module->deferred, opal_list_t);
     atomic_store(&module->outstanding, 0);
     atomic_store(&module->remote_regs, 0);
+    mca_btl_ofi_fault_construct(module);
 }
 
 /* After negotiation: under FI_MR_LOCAL the operations' words come from registered slabs. */
@@ -232,6 +234,7 @@ int mca_btl_ofi_device_open(mca_btl_ofi_module_t *module, struct fi_info *info)
         return rc;
     }
     mca_btl_ofi_negotiated(module);
+    mca_btl_ofi_fault_init(module);
     rc = mca_btl_ofi_lists_init(module);
     if (OPAL_SUCCESS != rc) {
         return rc;
@@ -295,6 +298,11 @@ static void mca_btl_ofi_close_fid(struct fid **fid, const char *what)
                             what, fi_strerror(-rc));
     }
     *fid = NULL;
+}
+
+void mca_btl_ofi_device_close_ep(mca_btl_ofi_module_t *module)
+{
+    mca_btl_ofi_close_fid((struct fid **)&module->ep, "endpoint");
 }
 
 void mca_btl_ofi_device_close(mca_btl_ofi_module_t *module)

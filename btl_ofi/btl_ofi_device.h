@@ -22,6 +22,9 @@ int mca_btl_ofi_device_open(mca_btl_ofi_module_t *module, struct fi_info *info);
 /** Close every fid in reverse order of opening. Safe on a partly opened module. */
 void mca_btl_ofi_device_close(mca_btl_ofi_module_t *module);
 
+/** Close the endpoint alone (a NIC that failed, btl_ofi_fault.c); device_close skips it then. */
+void mca_btl_ofi_device_close_ep(mca_btl_ofi_module_t *module);
+
 END_C_DECLS
 
 #endif /* MCA_BTL_OFI_DEVICE_H */

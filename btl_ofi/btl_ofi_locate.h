@@ -65,6 +65,9 @@ static inline int mca_btl_ofi_remote_target(const mca_btl_ofi_module_t *module,
         mca_btl_ofi_count(MCA_BTL_OFI_CNT_REFUSED, 1);
         return OPAL_ERR_BAD_PARAM;
     }
+    if (OPAL_UNLIKELY(atomic_load_explicit(&module->failed, memory_order_relaxed))) {
+        return OPAL_ERR_UNREACH; /* its NIC failed (btl_ofi_fault.c) */
+    }
     mca_btl_ofi_handle_read(remote, &handle);
     covered = mca_btl_ofi_handle_covers(&handle, address, size) && !mca_btl_ofi_inject_stale();
     if (OPAL_LIKELY(covered) &&

@@ -12,6 +12,7 @@
 #include "btl_ofi_coalesce.h"
 #include "btl_ofi_device.h"
 #include "btl_ofi_endpoint.h"
+#include "btl_ofi_fault.h"
 #include "btl_ofi_locate.h"
 #include "btl_ofi_mr.h"
 #include "btl_ofi_msg.h"
@@ -126,6 +127,7 @@ int mca_btl_ofi_finalize(struct mca_btl_base_module_t *btl)
     mca_btl_ofi_locate_stop(module);
     mca_btl_ofi_msg_stop(module);
 
+    mca_btl_ofi_fault_destruct(module);
     OBJ_DESTRUCT(&module->deferred);
     OBJ_DESTRUCT(&module->deferred_lock);
     OBJ_DESTRUCT(&module->regs_by_key);

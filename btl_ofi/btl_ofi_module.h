@@ -142,6 +142,21 @@ struct mca_btl_ofi_module_t {
     /** passes of progress that left this (network) module's CQ unread (btl_ofi_ops.c,
      *  mca_btl_ofi_progress_beside) */
     unsigned skipped_polls;
+
+    /* A NIC that fails while operations are in flight on it (btl_ofi_fault.c). */
+    /** a network module: its operations are listed (posted) and a stall is looked into */
+    bool watch;
+    /** the NIC failed: its endpoint is closed and every call on it returns OPAL_ERR_UNREACH */
+    atomic_bool failed;
+    opal_mutex_t posted_lock;
+    /** with watch: every operation taken and not yet released, newest first */
+    struct mca_btl_ofi_op_t *posted;
+    /** CLOCK_MONOTONIC seconds: since when reads find nothing while operations wait (0: not
+     *  now), and when the link is looked at next */
+    double stall_since, next_probe;
+    unsigned empty_reads; /**< empty CQ reads with operations waiting, since the last clock */
+    int stall_timeout;    /**< seconds of such a wait that mean a failed NIC; 0: none */
+    char *link_state;     /**< /sys/class/net/<domain>/operstate where the domain is one, or NULL */
 };
 
 /** A module beside the one Open MPI sees, for the peers on this node (slot 1). */

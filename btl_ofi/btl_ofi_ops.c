@@ -11,6 +11,7 @@
 
 #include "opal/runtime/opal_progress.h"
 
+#include "btl_ofi_fault.h"
 #include "btl_ofi_rcache.h"
 #include "btl_ofi_report.h"
 
@@ -99,6 +100,9 @@ mca_btl_ofi_op_t *mca_btl_ofi_op_alloc(mca_btl_ofi_module_t *module,
     op->transient = NULL;
     op->parent = NULL;
     op->in_flight = NULL;
+    if (module->watch) {
+        mca_btl_ofi_fault_list(module, op);
+    }
     atomic_fetch_add(&module->outstanding, 1);
     return op;
 }
@@ -115,6 +119,9 @@ void mca_btl_ofi_op_release(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op)
     }
     if (OPAL_UNLIKELY(NULL != op->in_flight)) {
         atomic_fetch_sub(op->in_flight, 1);
+    }
+    if (op->listed) {
+        mca_btl_ofi_fault_unlist(module, op);
     }
     opal_free_list_return(&module->ops, &op->super);
     atomic_fetch_sub(&module->outstanding, 1);
@@ -209,6 +216,9 @@ int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module)
     struct fi_cq_entry entries[MCA_BTL_OFI_MAX_CQ_BATCH];
     ssize_t count;
 
+    if (OPAL_UNLIKELY(atomic_load_explicit(&module->failed, memory_order_relaxed))) {
+        return 0;
+    }
     mca_btl_ofi_repost_deferred(module);
     if (NULL != module->msg_progress) {
         module->msg_progress(module);
@@ -220,6 +230,7 @@ int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module)
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_POLLS, 1);
     count = fi_cq_read(module->cq, entries, (size_t)mca_btl_ofi_params.progress_batch);
     if (count > 0) {
+        module->stall_since = 0;
         mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_ENTRIES, (uint64_t)count);
         for (ssize_t i = 0; i < count; ++i) {
             mca_btl_ofi_op_t *op = container_of(entries[i].op_context, mca_btl_ofi_op_t, fi_ctx);
@@ -228,10 +239,16 @@ int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module)
         return (int)count;
     }
     if (-FI_EAVAIL == count) {
+        module->stall_since = 0;
         mca_btl_ofi_cq_error(module);
         return 1;
     }
-    if (-FI_EAGAIN != count) {
+    if (-FI_EAGAIN == count) {
+        if (module->watch) {
+            /* nothing came: a wait that lasts is looked into (btl_ofi_fault.c) */
+            mca_btl_ofi_fault_empty_read(module);
+        }
+    } else {
         opal_output_verbose(1, mca_btl_ofi_output, MCA_BTL_OFI_LOG "fi_cq_read failed: %s",
                             fi_strerror((int)-count));
     }
@@ -308,6 +325,7 @@ int mca_btl_ofi_op_words_init(opal_free_list_item_t *item, void *ctx)
     mca_btl_ofi_op_t *op = (mca_btl_ofi_op_t *)item;
 
     op->transient = NULL;
+    op->listed = false;
     op->words = &op->inline_words;
     op->words_desc = NULL;
     if (!module->mr_local) {

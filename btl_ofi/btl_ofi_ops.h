@@ -66,6 +66,10 @@ struct mca_btl_ofi_op_t {
     atomic_int *in_flight;
     /** a get answered by messages (btl_ofi_am.c): bytes still to arrive */
     atomic_uint_fast64_t am_remaining;
+    /** on a watched module (btl_ofi_fault.c): its list of operations taken, and whether
+     *  this one is on it */
+    struct mca_btl_ofi_op_t *posted_prev, *posted_next;
+    bool listed;
 };
 OBJ_CLASS_DECLARATION(mca_btl_ofi_op_t);
 
@@ -194,7 +198,8 @@ static inline void mca_btl_ofi_list_take(opal_list_t *dst, opal_list_t *src, opa
     OPAL_THREAD_UNLOCK(lock);
 }
 
-/** Read up to one batch of CQ entries and run their completion handlers. */
+/** Read up to one batch of CQ entries and run their completion handlers. Nothing on a
+ *  module whose NIC failed (btl_ofi_fault.c). */
 int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module);
 
 /**

@@ -107,6 +107,21 @@ static mca_btl_ofi_int_param_t mca_btl_ofi_int_params[] = {
         .value = &mca_btl_ofi_params.stripe_min,
     },
     {
+        .name = "nic_timeout",
+        .help = "Seconds a NIC may complete nothing while operations wait on it before btl-ofi "
+                "takes it for failed: the operations on it fail (MPI returns an error) or, for "
+                "parts of striped transfers, move to the first NIC. -1: 60 where the provider "
+                "progresses data on its own (FI_PROGRESS_AUTO, real NICs), never where the "
+                "target's progress applies operations (tcp, sockets: a peer computing between "
+                "MPI calls would look the same); 0: never. Independently, a NIC that is a "
+                "network interface (tcp, sockets) is taken for failed when its link is down "
+                "after a second without completions",
+        .default_text = "-1",
+        .min = -1,
+        .max = 86400,
+        .value = &mca_btl_ofi_params.nic_timeout,
+    },
+    {
         .name = "put_coalesce_max",
         .help = "The largest put, in bytes, that btl_ofi_put_coalesce gathers",
         .default_text = "512",

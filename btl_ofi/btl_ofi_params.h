@@ -102,6 +102,9 @@ typedef struct mca_btl_ofi_params_t {
     int put_coalesce;     /**< small puts gathered into messages: -1 auto (tcp), 0 never, 1 always */
     int put_coalesce_max; /**< the largest put that is gathered, in bytes */
     int stripe_min;       /**< puts and gets this large are split over the NICs; 0: never */
+    /** seconds without a completion, operations waiting, that mean a failed NIC; -1: 60
+     *  where the provider progresses data itself, else never; 0: never (btl_ofi_fault.c) */
+    int nic_timeout;
     int rcache_size;      /**< local registrations cached; 0: no cache */
     int inject_eagain_permille; /**< debug: posts refused as -FI_EAGAIN, per 1000 */
     int inject_cq_error_every;  /**< debug: every Nth put/get uses a corrupted key */

@@ -147,6 +147,15 @@ static const struct {
                                "Endpoints this process holds, one per peer and domain, each "
                                "with an address-vector entry: what add_procs built so far",
                                MCA_BASE_PVAR_CLASS_LEVEL},
+    [MCA_BTL_OFI_CNT_NIC_FAILURES] = {"nic_failures",
+                                      "NICs (network domains) this process took for failed "
+                                      "while operations waited on them (a link down, or "
+                                      "btl_ofi_nic_timeout): their operations failed or moved",
+                                      MCA_BASE_PVAR_CLASS_COUNTER},
+    [MCA_BTL_OFI_CNT_STRIPE_MOVED] = {"stripe_parts_moved",
+                                      "Parts of striped puts and gets whose NIC failed, posted "
+                                      "again on the first NIC",
+                                      MCA_BASE_PVAR_CLASS_COUNTER},
     [MCA_BTL_OFI_CNT_REFUSED] = {"refused_count",
                                  "Operations refused for a missing endpoint or registration handle "
                                  "or an address outside the registration",

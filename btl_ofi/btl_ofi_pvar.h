@@ -53,6 +53,8 @@ enum mca_btl_ofi_counter_id_t {
     MCA_BTL_OFI_CNT_STRIPED,       /**< puts and gets split over several NICs */
     MCA_BTL_OFI_CNT_NICS,          /**< level: network domains (NICs) this process uses */
     MCA_BTL_OFI_CNT_PEERS,         /**< level: endpoints (address-vector entries) held */
+    MCA_BTL_OFI_CNT_NIC_FAILURES,  /**< NICs taken for failed (btl_ofi_fault.c) */
+    MCA_BTL_OFI_CNT_STRIPE_MOVED,  /**< parts of striped transfers moved off a failed NIC */
     MCA_BTL_OFI_CNT_MAX,
 };
 

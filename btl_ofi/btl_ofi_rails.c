@@ -33,6 +33,7 @@
 #include "btl_ofi_atomics.h"
 #include "btl_ofi_compat.h"
 #include "btl_ofi_endpoint.h"
+#include "btl_ofi_fault.h"
 #include "btl_ofi_mr.h"
 #include "btl_ofi_ops.h"
 #include "btl_ofi_params.h"
@@ -176,16 +177,29 @@ mca_btl_ofi_rails_register_mem(struct mca_btl_base_module_t *btl,
     return handle;
 }
 
-/* A put or a get split over the NICs: one callback for Open MPI once every part is done. */
+/* A put or a get split over the NICs: one callback for Open MPI once every part is done.
+ * Each part keeps what it takes to post it again on the first NIC where its own fails
+ * (btl_ofi_fault.c): the parts of a transfer then complete all the same. */
+struct mca_btl_ofi_stripe_t;
+typedef struct mca_btl_ofi_part_t {
+    struct mca_btl_ofi_stripe_t *stripe;
+    int nic; /**< 0: the first NIC (module), k: module->nics[k - 1] */
+    size_t offset, len;
+} mca_btl_ofi_part_t;
+
 typedef struct mca_btl_ofi_stripe_t {
-    mca_btl_base_rdma_completion_fn_t cbfunc;
-    void *cbcontext, *cbdata;
-    mca_btl_base_module_t *btl;
+    mca_btl_base_module_put_fn_t rma; /**< mca_btl_ofi_put or _get */
+    mca_btl_ofi_module_t *module;     /**< the module Open MPI sees (the first NIC) */
     struct mca_btl_base_endpoint_t *endpoint;
-    void *local_address;
-    struct mca_btl_base_registration_handle_t *local_handle;
+    char *local_address;
+    uint64_t remote_address;
+    struct mca_btl_base_registration_handle_t *local_handle, *remote_handle;
+    int flags, order;
+    mca_btl_base_rdma_completion_fn_t cbfunc; /**< NULL: the caller relies on flush */
+    void *cbcontext, *cbdata;
     atomic_int pending; /**< parts posted and not done, plus one while posting */
     atomic_int status;  /**< the first error of a part */
+    mca_btl_ofi_part_t parts[MCA_BTL_OFI_STRIPES_MAX];
 } mca_btl_ofi_stripe_t;
 
 static void mca_btl_ofi_stripe_release(mca_btl_ofi_stripe_t *stripe)
@@ -193,9 +207,40 @@ static void mca_btl_ofi_stripe_release(mca_btl_ofi_stripe_t *stripe)
     if (1 != atomic_fetch_sub(&stripe->pending, 1)) {
         return;
     }
-    stripe->cbfunc(stripe->btl, stripe->endpoint, stripe->local_address, stripe->local_handle,
-                   stripe->cbcontext, stripe->cbdata, atomic_load(&stripe->status));
+    if (NULL != stripe->cbfunc) {
+        stripe->cbfunc(&stripe->module->super, stripe->endpoint, stripe->local_address,
+                       stripe->local_handle, stripe->cbcontext, stripe->cbdata,
+                       atomic_load(&stripe->status));
+    }
     free(stripe);
+}
+
+static void mca_btl_ofi_stripe_part_done(struct mca_btl_base_module_t *btl,
+                                         struct mca_btl_base_endpoint_t *endpoint,
+                                         void *local_address,
+                                         struct mca_btl_base_registration_handle_t *local_handle,
+                                         void *context, void *cbdata, int status);
+
+/* Post one part on its NIC. wait: a full queue is waited out (every module progresses
+ * meanwhile); else OUT_OF_RESOURCE comes back. */
+static int mca_btl_ofi_stripe_post(mca_btl_ofi_part_t *part, bool wait)
+{
+    mca_btl_ofi_stripe_t *stripe = part->stripe;
+    mca_btl_ofi_module_t *nic = 0 == part->nic ? stripe->module : stripe->module->nics[part->nic - 1];
+    struct mca_btl_base_endpoint_t *to =
+        0 == part->nic ? stripe->endpoint : stripe->endpoint->stripe[part->nic - 1];
+    int rc;
+
+    for (;;) {
+        rc = stripe->rma(&nic->super, to, stripe->local_address + part->offset,
+                         stripe->remote_address + part->offset, stripe->local_handle,
+                         mca_btl_ofi_rails_slot(stripe->remote_handle, nic), part->len,
+                         stripe->flags, stripe->order, mca_btl_ofi_stripe_part_done, part, NULL);
+        if (OPAL_ERR_OUT_OF_RESOURCE != rc || !wait) {
+            return rc;
+        }
+        (void)mca_btl_ofi_progress_wait(nic);
+    }
 }
 
 static void mca_btl_ofi_stripe_part_done(struct mca_btl_base_module_t *btl,
@@ -204,10 +249,22 @@ static void mca_btl_ofi_stripe_part_done(struct mca_btl_base_module_t *btl,
                                          struct mca_btl_base_registration_handle_t *local_handle,
                                          void *context, void *cbdata, int status)
 {
-    mca_btl_ofi_stripe_t *stripe = context;
+    mca_btl_ofi_part_t *part = context;
+    mca_btl_ofi_stripe_t *stripe = part->stripe;
     int ok = OPAL_SUCCESS;
 
     (void)btl, (void)endpoint, (void)local_address, (void)local_handle, (void)cbdata;
+    if (OPAL_ERR_UNREACH == status && 0 != part->nic &&
+        mca_btl_ofi_nic_failed(stripe->module->nics[part->nic - 1])) {
+        /* its NIC failed and closed its endpoint: nothing of the part moves there any
+         * more, so the first NIC carries it again (the same bytes to the same place) */
+        part->nic = 0;
+        status = mca_btl_ofi_stripe_post(part, true);
+        if (OPAL_SUCCESS == status) {
+            mca_btl_ofi_count(MCA_BTL_OFI_CNT_STRIPE_MOVED, 1);
+            return;
+        }
+    }
     if (OPAL_SUCCESS != status) {
         (void)atomic_compare_exchange_strong(&stripe->status, &ok, status);
     }
@@ -215,13 +272,14 @@ static void mca_btl_ofi_stripe_part_done(struct mca_btl_base_module_t *btl,
 }
 
 /*
- * A put or get of size bytes split into one part per NIC (the first on this module, the
- * others on endpoint->stripe), each part a multiple of 4 KiB but the last. Nothing is posted
- * when the first part meets a full queue (OUT_OF_RESOURCE: Open MPI tries again); a later
- * part that meets one waits for room (every module's progress runs meanwhile), so that a
- * call that posted something always completes through cbfunc, with the first error of a
- * part if one failed. Without cbfunc (osc/rdma's puts: flush tells it they are done) the
- * parts go without one too; the flush of that peer covers every NIC.
+ * A put or get of size bytes split into one part per NIC that has not failed (the first on
+ * this module, the others on endpoint->stripe), each part a multiple of 4 KiB but the last.
+ * Nothing is posted when the first part meets a full queue (OUT_OF_RESOURCE: Open MPI tries
+ * again); a later part that meets one waits for room (every module's progress runs
+ * meanwhile), so that a call that posted something always completes, through cbfunc where
+ * there is one, with the first error of a part if one failed. Without cbfunc (osc/rdma's
+ * puts: flush tells it they are done) the flush of that peer covers every NIC, and the
+ * first NIC again after a part moved there.
  */
 static int mca_btl_ofi_rails_striped(mca_btl_base_module_put_fn_t rma, mca_btl_ofi_module_t *module,
                                      struct mca_btl_base_endpoint_t *endpoint, char *local_address,
@@ -232,67 +290,70 @@ static int mca_btl_ofi_rails_striped(mca_btl_base_module_put_fn_t rma, mca_btl_o
                                      mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
                                      void *cbdata)
 {
-    const int parts = 1 + endpoint->stripes;
-    const size_t part = ((size / (size_t)parts) + 4095) & ~(size_t)4095;
-    mca_btl_ofi_stripe_t *stripe = NULL == cbfunc ? NULL : malloc(sizeof(*stripe));
-    int failed = OPAL_SUCCESS;
+    int nics[MCA_BTL_OFI_STRIPES_MAX], parts = 1, failed = OPAL_SUCCESS;
+    mca_btl_ofi_stripe_t *stripe;
+    size_t part;
 
-    if (NULL != cbfunc && NULL == stripe) {
+    nics[0] = 0;
+    for (int i = 0; i < endpoint->stripes; ++i) {
+        if (!mca_btl_ofi_nic_failed(module->nics[i])) {
+            nics[parts++] = i + 1;
+        }
+    }
+    if (1 == parts) {
+        /* every further NIC failed */
+        return rma(&module->super, endpoint, local_address, remote_address, local_handle,
+                   remote_handle, size, flags, order, cbfunc, cbcontext, cbdata);
+    }
+    stripe = malloc(sizeof(*stripe));
+    if (NULL == stripe) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    if (NULL != stripe) {
-        *stripe = (mca_btl_ofi_stripe_t){
+    *stripe = (mca_btl_ofi_stripe_t){
+        .rma = rma,
+        .module = module,
+        .endpoint = endpoint,
+        .local_address = local_address,
+        .remote_address = remote_address,
+        .local_handle = local_handle,
+        .remote_handle = remote_handle,
+        .flags = flags,
+        .order = order,
         .cbfunc = cbfunc,
         .cbcontext = cbcontext,
         .cbdata = cbdata,
-        .btl = &module->super,
-        .endpoint = endpoint,
-        .local_address = local_address,
-        .local_handle = local_handle,
-        };
-        atomic_store(&stripe->pending, 1);
-        atomic_store(&stripe->status, OPAL_SUCCESS);
-    }
+    };
+    atomic_store(&stripe->pending, 1);
+    atomic_store(&stripe->status, OPAL_SUCCESS);
+    part = ((size / (size_t)parts) + 4095) & ~(size_t)4095;
     for (int i = 0; i < parts && (size_t)i * part < size; ++i) {
-        const size_t offset = (size_t)i * part;
-        const size_t len = size - offset < part ? size - offset : part;
-        mca_btl_ofi_module_t *nic = 0 == i ? module : module->nics[i - 1];
-        struct mca_btl_base_endpoint_t *to = 0 == i ? endpoint : endpoint->stripe[i - 1];
+        mca_btl_ofi_part_t *each = &stripe->parts[i];
         int rc;
 
-        if (NULL != stripe) {
-            atomic_fetch_add(&stripe->pending, 1);
-        }
-        for (;;) {
-            rc = rma(&nic->super, to, local_address + offset, remote_address + offset,
-                     local_handle, mca_btl_ofi_rails_slot(remote_handle, nic), len, flags, order,
-                     stripe ? mca_btl_ofi_stripe_part_done : NULL, stripe, NULL);
-            if (OPAL_ERR_OUT_OF_RESOURCE != rc || 0 == i) {
-                break;
-            }
-            (void)mca_btl_ofi_progress_wait(nic);
-        }
+        *each = (mca_btl_ofi_part_t){
+            .stripe = stripe,
+            .nic = nics[i],
+            .offset = (size_t)i * part,
+            .len = size - (size_t)i * part < part ? size - (size_t)i * part : part,
+        };
+        atomic_fetch_add(&stripe->pending, 1);
+        rc = mca_btl_ofi_stripe_post(each, 0 != i);
         if (OPAL_SUCCESS != rc) {
+            atomic_fetch_sub(&stripe->pending, 1);
             if (0 == i) {
                 free(stripe);
                 return rc;
             }
             failed = rc;
-            if (NULL != stripe) {
-                atomic_fetch_sub(&stripe->pending, 1);
-                atomic_store(&stripe->status, rc);
-            }
+            atomic_store(&stripe->status, rc);
             break;
         }
     }
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_STRIPED, 1);
-    if (NULL != stripe) {
-        mca_btl_ofi_stripe_release(stripe);
-        return OPAL_SUCCESS;
-    }
-    /* no callback to carry a later part's failure: the caller hears it now, the parts
-     * posted before it are covered by its flush */
-    return failed;
+    mca_btl_ofi_stripe_release(stripe);
+    /* with a callback, that carries a later part's failure; without, the caller hears it
+     * now (the parts posted before it are covered by its flush) */
+    return NULL != cbfunc ? OPAL_SUCCESS : failed;
 }
 
 /* A put or a get (one signature): to the module of its peer, with that module's handle;
@@ -406,11 +467,36 @@ static int mca_btl_ofi_rails_acswap(struct mca_btl_base_module_t *btl,
                               cbdata);
 }
 
+/* The flush of a further NIC (the k-th). One that failed holds nothing: its parts moved to
+ * the first NIC (mca_btl_ofi_stripe_part_done), which is flushed again after them. */
+static int mca_btl_ofi_flush_nic(mca_btl_ofi_module_t *module, int k,
+                                 struct mca_btl_base_endpoint_t *endpoint)
+{
+    int rc = mca_btl_ofi_flush(&module->nics[k]->super, endpoint);
+
+    return OPAL_ERR_UNREACH == rc && mca_btl_ofi_nic_failed(module->nics[k]) ? OPAL_SUCCESS : rc;
+}
+
+/* After the further NICs' flush: where parts moved to the first NIC meanwhile (the count
+ * moved since the flush began), the first NIC's flush again. */
+static int mca_btl_ofi_flush_moved(mca_btl_ofi_module_t *module,
+                                   struct mca_btl_base_endpoint_t *endpoint, uint64_t moved, int rc)
+{
+    int again;
+
+    if (moved == atomic_load(&mca_btl_ofi_counters[MCA_BTL_OFI_CNT_STRIPE_MOVED])) {
+        return rc;
+    }
+    again = mca_btl_ofi_flush(&module->super, endpoint);
+    return OPAL_SUCCESS != rc ? rc : again;
+}
+
 /* A flush covers every domain the operations to that peer (or to all) took. */
 static int mca_btl_ofi_rails_flush(struct mca_btl_base_module_t *btl,
                                    struct mca_btl_base_endpoint_t *endpoint)
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *)btl;
+    const uint64_t moved = atomic_load(&mca_btl_ofi_counters[MCA_BTL_OFI_CNT_STRIPE_MOVED]);
     int rc = OPAL_SUCCESS, each;
 
     if (NULL == endpoint) {
@@ -420,10 +506,10 @@ static int mca_btl_ofi_rails_flush(struct mca_btl_base_module_t *btl,
             rc = OPAL_SUCCESS != rc ? rc : each;
         }
         for (int i = 0; i < module->nic_count; ++i) {
-            each = mca_btl_ofi_flush(&module->nics[i]->super, NULL);
+            each = mca_btl_ofi_flush_nic(module, i, NULL);
             rc = OPAL_SUCCESS != rc ? rc : each;
         }
-        return rc;
+        return mca_btl_ofi_flush_moved(module, NULL, moved, rc);
     }
     if (endpoint->module != module) {
         /* a peer on this node, and where its atomics take the network, that endpoint too */
@@ -436,10 +522,10 @@ static int mca_btl_ofi_rails_flush(struct mca_btl_base_module_t *btl,
     }
     rc = mca_btl_ofi_flush(btl, endpoint);
     for (int i = 0; i < endpoint->stripes; ++i) {
-        each = mca_btl_ofi_flush(&endpoint->stripe[i]->module->super, endpoint->stripe[i]);
+        each = mca_btl_ofi_flush_nic(module, i, endpoint->stripe[i]);
         rc = OPAL_SUCCESS != rc ? rc : each;
     }
-    return rc;
+    return mca_btl_ofi_flush_moved(module, endpoint, moved, rc);
 }
 
 /* ---- set up -------------------------------------------------------------- */

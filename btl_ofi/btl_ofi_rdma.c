@@ -320,6 +320,9 @@ int mca_btl_ofi_flush(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
 
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_FLUSHES, 1);
     mca_btl_ofi_drain(module);
+    if (atomic_load_explicit(&module->failed, memory_order_relaxed)) {
+        return OPAL_ERR_UNREACH; /* its NIC failed: what was in flight failed with it */
+    }
     if (module->prove_remote) {
         rc = (NULL != endpoint) ? mca_btl_ofi_prove_endpoint(module, endpoint)
                                 : mca_btl_ofi_prove_all(module);

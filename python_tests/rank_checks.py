@@ -697,6 +697,7 @@ from rank_many_windows import MANY_WINDOWS_CHECKS  # noqa: E402
 from rank_idle import IDLE_CHECKS  # noqa: E402
 from rank_node_local import NODE_LOCAL_CHECKS  # noqa: E402
 from rank_stripes import STRIPES_CHECKS  # noqa: E402
+from rank_nic_down import NIC_DOWN_CHECKS  # noqa: E402
 
 CHECKS.update(ATTACH_CHECKS)
 CHECKS.update(LINKED_LIST_CHECKS)
@@ -707,3 +708,4 @@ CHECKS.update(MANY_WINDOWS_CHECKS)
 CHECKS.update(IDLE_CHECKS)
 CHECKS.update(NODE_LOCAL_CHECKS)
 CHECKS.update(STRIPES_CHECKS)
+CHECKS.update(NIC_DOWN_CHECKS)

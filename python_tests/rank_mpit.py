@@ -29,7 +29,8 @@ COUNTERS = tuple(PREFIX + name for name in (
     "injected_faults", "rcache_hits", "rcache_misses", "rcache_invalidated", "rcache_evicted",
     "rcache_entries", "atomics_as_messages", "gets_as_messages", "messages_applied",
     "refused_count", "registrations_failed", "cq_polls", "local_put_count", "local_get_count",
-    "local_atomic_count", "local_peers", "stripe_count", "nics",
+    "local_atomic_count", "local_peers", "stripe_count", "nics", "peers", "nic_failures",
+    "stripe_parts_moved",
 ))
 
 _CDEF = """

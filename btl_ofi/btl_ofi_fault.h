@@ -1,0 +1,64 @@
+/*
+ * btl-ofi: a NIC that fails while operations are in flight on it (btl_ofi_fault.c).
+ *
+ * A network module is watched where a failure can be told: its domain is a network
+ * interface whose link state the kernel shows (tcp, sockets: /sys/class/net/<domain>), or
+ * btl_ofi_nic_timeout gives it a time limit (by default where the provider progresses data
+ * on its own, as NICs do: there a NIC that completes nothing for a minute while operations
+ * wait is not waiting for a busy peer). On a watched module every operation taken is kept
+ * on a list until it is released, and a CQ read that finds nothing while operations wait
+ * counts towards a stall; at every MCA_BTL_OFI_FAULT_CLOCK_EVERY-th such read the clock is
+ * looked at. The NIC is taken for failed when, during a stall, its link is down (looked at
+ * once a second) or the stall lasts btl_ofi_nic_timeout seconds.
+ *
+ * Then mca_btl_ofi_nic_fail: the endpoint is closed first (after fi_close the provider
+ * writes no buffer and no CQ entry of ours), every listed operation is completed with
+ * OPAL_ERR_UNREACH through its own handler, as an error completion would complete it
+ * (puts with their proof reads, emulated atomics, gets by messages, parts of striped
+ * transfers), and every later put, get, atomic or flush on the module returns
+ * OPAL_ERR_UNREACH at once, which osc/rdma passes up as the MPI call's error. A further
+ * NIC's striped parts are posted again on the first NIC instead (btl_ofi_rails.c).
+ */
+
+#ifndef MCA_BTL_OFI_FAULT_H
+#define MCA_BTL_OFI_FAULT_H
+
+#include "btl_ofi_ops.h"
+
+BEGIN_C_DECLS
+
+/** Defaults, before the module's provider is known (at the start of device_open). */
+void mca_btl_ofi_fault_construct(mca_btl_ofi_module_t *module);
+
+/** After negotiation: whether the module is watched, and how (see above). */
+void mca_btl_ofi_fault_init(mca_btl_ofi_module_t *module);
+
+/** At finalize. */
+void mca_btl_ofi_fault_destruct(mca_btl_ofi_module_t *module);
+
+/** Keep op on the module's list (a watched module's op_alloc). */
+void mca_btl_ofi_fault_list(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op);
+
+/** Take op off the list (op_release of a listed operation). */
+void mca_btl_ofi_fault_unlist(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op);
+
+/** A CQ read of a watched module found nothing: a stall that lasts is looked into. */
+void mca_btl_ofi_fault_empty_read(mca_btl_ofi_module_t *module);
+
+/**
+ * Take the module's NIC for failed (once): show why, close its endpoint, complete every
+ * operation taken on it with OPAL_ERR_UNREACH.
+ *
+ * @param why (IN) what showed it, for the message
+ */
+void mca_btl_ofi_nic_fail(mca_btl_ofi_module_t *module, const char *why);
+
+/** Whether the module's NIC failed. */
+static inline bool mca_btl_ofi_nic_failed(const mca_btl_ofi_module_t *module)
+{
+    return OPAL_UNLIKELY(atomic_load_explicit(&module->failed, memory_order_relaxed));
+}
+
+END_C_DECLS
+
+#endif /* MCA_BTL_OFI_FAULT_H */
