@@ -412,24 +412,11 @@ def _skip_reason(run):
                 run.stdout.strip()[-300:] or "no reason given")
 
 
-@pytest.fixture(scope="module")
-def netns_hosts(request, tmp_path_factory):
-    """The host namespaces: BTL_OFI_NETNS's (check-multihost.sh made them and
-    removes them), or our own from check-multihost.sh --setup-only, removed
-    (and checked gone) with --teardown after the module's tests."""
-    conf = os.environ.get("BTL_OFI_NETNS")
-    if conf:
-        hosts = launcher.Hosts.from_conf(conf)
-        gone = [ns for ns in (hosts.hub, *hosts.namespaces)
-                if not Path("/run/netns", ns).exists()]
-        if gone:
-            pytest.fail(f"BTL_OFI_NETNS={conf}: namespaces {gone} do not exist", pytrace=False)
-        yield hosts
-        return
-    workdir = tmp_path_factory.mktemp("netns")
-    nics = request.config.getoption("--multihost-nics")
-    run = _script(["--setup-only", "--hosts", MAX_HOSTS, "--nics", nics, "--log-dir", workdir],
-                  workdir)
+def own_hosts(workdir, *setup_args):
+    """Host namespaces of the caller's own (check-multihost.sh --setup-only with
+    setup_args, e.g. "--hosts", 2, "--nics", 3): yields their Hosts, then removes them
+    and checks they are gone. For a pytest fixture: skips where the script does."""
+    run = _script(["--setup-only", *setup_args, "--log-dir", workdir], workdir)
     if run.returncode == 77:
         pytest.skip(_skip_reason(run))
     conf = workdir / "netns.conf"
@@ -445,6 +432,24 @@ def netns_hosts(request, tmp_path_factory):
         assert down.returncode == 0 and "cleanup: removed" in down.stdout and not left, \
             f"namespaces not removed ({left}; exit {down.returncode}):\n{down.stdout}\n" \
             f"{down.stderr}"
+
+
+@pytest.fixture(scope="module")
+def netns_hosts(request, tmp_path_factory):
+    """The host namespaces: BTL_OFI_NETNS's (check-multihost.sh made them and
+    removes them), or our own from check-multihost.sh --setup-only, removed
+    (and checked gone) with --teardown after the module's tests."""
+    conf = os.environ.get("BTL_OFI_NETNS")
+    if conf:
+        hosts = launcher.Hosts.from_conf(conf)
+        gone = [ns for ns in (hosts.hub, *hosts.namespaces)
+                if not Path("/run/netns", ns).exists()]
+        if gone:
+            pytest.fail(f"BTL_OFI_NETNS={conf}: namespaces {gone} do not exist", pytrace=False)
+        yield hosts
+        return
+    yield from own_hosts(tmp_path_factory.mktemp("netns"), "--hosts", MAX_HOSTS, "--nics",
+                         request.config.getoption("--multihost-nics"))
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,7 @@ import pytest
 import launcher
 import matrix
 import outcome
-from test_multihost import _script, _skip_reason
+from test_multihost import own_hosts
 
 PROVIDER = "tcp;ofi_rxm"
 SIZE = 4 << 20
@@ -40,19 +40,7 @@ SIZE = 4 << 20
 
 @pytest.fixture
 def three_nics(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("netns-nicdown")
-    run = _script(["--setup-only", "--hosts", 2, "--nics", 3, "--log-dir", workdir], workdir)
-    if run.returncode == 77:
-        pytest.skip(_skip_reason(run))
-    conf = workdir / "netns.conf"
-    assert run.returncode == 0 and conf.exists(), \
-        f"check-multihost.sh --setup-only --nics 3 failed:\n{run.stdout[-2000:]}\n{run.stderr}"
-    hosts = launcher.Hosts.from_conf(conf)
-    try:
-        yield hosts
-    finally:
-        down = _script(["--teardown", conf], workdir)
-        assert down.returncode == 0, f"teardown failed:\n{down.stdout}\n{down.stderr}"
+    yield from own_hosts(tmp_path_factory.mktemp("netns-nicdown"), "--hosts", 2, "--nics", 3)
 
 
 class _LinkDown(threading.Thread):

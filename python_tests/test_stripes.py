@@ -13,7 +13,6 @@ puts and gets are not split. With btl_<c>_stripe_min=0 one interface carries
 nearly everything and nothing is split.
 """
 
-import os
 import subprocess
 
 import pytest
@@ -21,7 +20,7 @@ import pytest
 import launcher
 import matrix
 import outcome
-from test_multihost import _script, _skip_reason
+from test_multihost import own_hosts
 
 PROVIDER = "tcp;ofi_rxm"
 SIZE = 4 << 20
@@ -30,20 +29,8 @@ CHECK = {"kind": "stripes", "id": "stripes", "size": SIZE, "small": 50}
 
 @pytest.fixture(scope="module")
 def two_nics(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("netns-nics")
-    run = _script(["--setup-only", "--hosts", 2, "--nics", 2, "--rate", "400mbit",
-                   "--log-dir", workdir], workdir)
-    if run.returncode == 77:
-        pytest.skip(_skip_reason(run))
-    conf = workdir / "netns.conf"
-    assert run.returncode == 0 and conf.exists(), \
-        f"check-multihost.sh --setup-only --nics 2 failed:\n{run.stdout[-2000:]}\n{run.stderr}"
-    hosts = launcher.Hosts.from_conf(conf)
-    try:
-        yield hosts
-    finally:
-        down = _script(["--teardown", conf], workdir)
-        assert down.returncode == 0, f"teardown failed:\n{down.stdout}\n{down.stderr}"
+    yield from own_hosts(tmp_path_factory.mktemp("netns-nics"), "--hosts", 2, "--nics", 2,
+                         "--rate", "400mbit")
 
 
 def _tx(hosts):
