@@ -39,6 +39,7 @@ void mca_btl_ofi_fault_construct(mca_btl_ofi_module_t *module)
     module->empty_reads = 0;
     module->stall_timeout = 0;
     module->link_state = NULL;
+    module->error_cb = NULL;
 }
 
 /* The kernel's word for the link of the interface named name, or false where there is no
@@ -183,7 +184,8 @@ void mca_btl_ofi_nic_fail(mca_btl_ofi_module_t *module, const char *why)
 {
     const long waiting = (long)atomic_load(&module->outstanding);
     const bool further = 2 <= module->slot;
-    char count[32];
+    const struct fi_info *info = module->info;
+    char count[32], param[64];
     opal_list_t dropped;
     mca_btl_ofi_op_t *op;
 
@@ -192,18 +194,17 @@ void mca_btl_ofi_nic_fail(mca_btl_ofi_module_t *module, const char *why)
     }
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_NIC_FAILURES, 1);
     snprintf(count, sizeof(count), "%ld", waiting);
-    mca_btl_ofi_report_now("nic-failed", module->info->domain_attr->name,
-                           module->info->fabric_attr->prov_name, module->info->fabric_attr->name,
-                           why, count,
-                           further ? "The parts of large puts and gets that were on it are posted again\n"
-                                     "on the first NIC, and later ones are split over the NICs left: the\n"
-                                     "transfers complete."
-                                   : "They complete with an error, and every later put, get, atomic or\n"
-                                     "flush on this NIC is refused (OPAL_ERR_UNREACH). Open MPI's osc/rdma\n"
-                                     "(4.1, 5.0) does not return a refused put or get to the program as an\n"
-                                     "MPI error: it tries again, so the job will not get past it. End the\n"
-                                     "job and run it without this NIC (btl_ofi_domain_exclude).",
-                           NULL);
+    if (further) {
+        mca_btl_ofi_report_now("nic-failed-moved", info->domain_attr->name,
+                               info->fabric_attr->prov_name, info->fabric_attr->name, why, count,
+                               NULL);
+    } else {
+        mca_btl_ofi_report_now(NULL != module->error_cb ? "nic-failed-fatal" : "nic-failed-stuck",
+                               info->domain_attr->name, info->fabric_attr->prov_name,
+                               info->fabric_attr->name, why, count,
+                               mca_btl_ofi_param_name("domain_exclude", param, sizeof(param)),
+                               NULL);
+    }
     /* After this the provider writes nothing of ours: no buffer, no completion. */
     mca_btl_ofi_device_close_ep(module);
 
@@ -230,4 +231,20 @@ void mca_btl_ofi_nic_fail(mca_btl_ofi_module_t *module, const char *why)
         }
         mca_btl_ofi_op_complete(module, op, OPAL_ERR_UNREACH);
     }
+    if (!further && NULL != module->error_cb) {
+        char text[320];
+
+        snprintf(text, sizeof(text),
+                 "btl-ofi: NIC %s (%s) failed: %s; one-sided communication through it cannot go "
+                 "on",
+                 info->domain_attr->name, info->fabric_attr->prov_name, why);
+        module->error_cb(&module->super, MCA_BTL_ERROR_FLAGS_FATAL, NULL, text);
+    }
+}
+
+int mca_btl_ofi_register_error(struct mca_btl_base_module_t *btl,
+                               mca_btl_base_module_error_cb_fn_t cbfunc)
+{
+    ((mca_btl_ofi_module_t *)btl)->error_cb = cbfunc;
+    return OPAL_SUCCESS;
 }

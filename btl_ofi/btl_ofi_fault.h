@@ -16,8 +16,12 @@
  * OPAL_ERR_UNREACH through its own handler, as an error completion would complete it
  * (puts with their proof reads, emulated atomics, gets by messages, parts of striped
  * transfers), and every later put, get, atomic or flush on the module returns
- * OPAL_ERR_UNREACH at once, which osc/rdma passes up as the MPI call's error. A further
- * NIC's striped parts are posted again on the first NIC instead (btl_ofi_rails.c).
+ * OPAL_ERR_UNREACH at once. A further NIC's striped parts are posted again on the first
+ * NIC instead (btl_ofi_rails.c), and the transfers complete. Where the first NIC fails,
+ * nothing can carry them: osc/rdma (4.1, 5.0) retries a put or get a BTL refused for ever
+ * and ignores the status of their callbacks, so no MPI call would return. btl-ofi then
+ * reports a fatal error through the callback Open MPI's PML registered (btl_register_error),
+ * as btl/tcp and btl/openib do when a link dies; ob1 ends the job with its text.
  */
 
 #ifndef MCA_BTL_OFI_FAULT_H
@@ -52,6 +56,10 @@ void mca_btl_ofi_fault_empty_read(mca_btl_ofi_module_t *module);
  * @param why (IN) what showed it, for the message
  */
 void mca_btl_ofi_nic_fail(mca_btl_ofi_module_t *module, const char *why);
+
+/** btl_register_error: keep the PML's callback for a NIC that fails (ob1 ends the job). */
+int mca_btl_ofi_register_error(struct mca_btl_base_module_t *btl,
+                               mca_btl_base_module_error_cb_fn_t cbfunc);
 
 /** Whether the module's NIC failed. */
 static inline bool mca_btl_ofi_nic_failed(const mca_btl_ofi_module_t *module)

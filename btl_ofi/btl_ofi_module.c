@@ -58,6 +58,7 @@ mca_btl_ofi_module_t mca_btl_ofi_module_template = {
         .btl_register_mem = mca_btl_ofi_register_mem,
         .btl_deregister_mem = mca_btl_ofi_deregister_mem,
         .btl_flush = mca_btl_ofi_flush,
+        .btl_register_error = mca_btl_ofi_register_error,
     },
 };
 /* clang-format on */
@@ -96,6 +97,8 @@ int mca_btl_ofi_finalize(struct mca_btl_base_module_t *btl)
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *)btl;
     const bool beside = NULL != module->front;
 
+    /* a NIC that stops answering now fails nothing: the drain below is bounded */
+    module->watch = false;
     if (module->initialized) {
         mca_btl_ofi_drain_bounded(module);
     }

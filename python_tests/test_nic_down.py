@@ -16,10 +16,14 @@ namespaces of its own, so an interface taken down stays out of the next.
     on the first NIC (stripe_parts_moved); later transfers go over the first
     NIC alone. Every round stays exact, also the rounds after the failure, no
     MPI call returns an error, and the job finalizes.
-
-The only NIC failing is not tested here: btl-ofi sees it and says so, fails
-what was in flight and refuses what follows, but Open MPI's osc/rdma (4.1.4)
-then spins inside the MPI call and never returns an error (NOTES.txt 2e).
+  - The only NIC btl-ofi uses (mheth2, no striping), down on rank 0's host:
+    btl-ofi sees it the same way, says so, fails what was in flight, and
+    reports a fatal error to Open MPI (btl_register_error), which ends the
+    job with btl-ofi's text: osc/rdma cannot return a failed put or get as an
+    MPI error (it retries it for ever), so ending the job is what is left.
+  - The same NIC down on rank 1's host: nothing on rank 0's host shows it, so
+    btl_<c>_nic_timeout (3 s here; by default only where the provider
+    progresses on its own) is what tells; the same end.
 """
 
 import os
@@ -62,7 +66,7 @@ class _LinkDown(threading.Thread):
                                           self.iface, "down"], capture_output=True, text=True)
 
 
-def _run(hosts, tmp_path, down_host, iface, expect, ours, seconds=8):
+def _launch(hosts, tmp_path, down_host, iface, expect, ours, seconds=8):
     ready = tmp_path / "ready"
     check = {"kind": "nic_down", "id": "nic_down", "size": SIZE, "seconds": seconds,
              "ready_file": str(ready), "expect": expect}
@@ -79,6 +83,12 @@ def _run(hosts, tmp_path, down_host, iface, expect, ours, seconds=8):
         f"taking {iface} of {hosts.namespaces[down_host]} down: " \
         f"{downer.result and downer.result.stderr}\n{launch.stderr[-3000:]}"
     assert not launch.timed_out, f"the job did not end:\n{launch.stderr[-3000:]}"
+    return launch, check
+
+
+def _run(hosts, tmp_path, down_host, iface, ours):
+    """A launch that must finish: the rank's verdict and both ranks' lines."""
+    launch, check = _launch(hosts, tmp_path, down_host, iface, "exact", ours)
     group = matrix.Group(PROVIDER, "default", 2, "base")
     outcome.judge_group(launch, group, [check["id"]]).apply()
     rec = {r["id"]: r for r in outcome.records(launch, "check")}[check["id"]]
@@ -88,13 +98,42 @@ def _run(hosts, tmp_path, down_host, iface, expect, ours, seconds=8):
     return launch, lines
 
 
-def _failed_message(launch, iface):
+def _ended_by_btl_ofi(launch, iface, shown):
+    """The job ended with btl-ofi's fatal error about iface: its nic-failed message (saying
+    what showed it), Open MPI's end of the job carrying btl-ofi's text, no round inexact."""
     text = launch.stdout + launch.stderr
-    return "failed while operations" in text and f"NIC (domain):   {iface}" in text
+    assert launch.returncode != 0, f"exit 0: the job went on after its NIC failed\n{text[-3000:]}"
+    assert _failed_message(launch, iface, "reports a fatal error to Open MPI, which ends the job") \
+        and f"Parameter: btl_{launcher.component_name()}_domain_exclude" in " ".join(text.split()) \
+        and shown in text, text[-3000:]
+    assert f"btl-ofi: NIC {iface} ({PROVIDER}) failed" in text and \
+        "one-sided communication through it cannot go on" in text, \
+        f"Open MPI did not end the job with btl-ofi's error:\n{text[-3000:]}"
+    assert "inexact round" not in launch.stderr, text[-3000:]
+
+
+def _failed_message(launch, iface, follows):
+    """btl-ofi's message about the failed NIC iface (help-mpi-btl-ofi.txt nic-failed-*),
+    saying what follows (words of its paragraph), in the job's output."""
+    text = " ".join((launch.stdout + launch.stderr).split())
+    return "failed while operations were in flight on it" in text and \
+        f"NIC (domain): {iface}" in text and follows in text
+
+
+def test_only_nic_down_here_ends_the_job(three_nics, tmp_path):
+    launch, _ = _launch(three_nics, tmp_path, 0, "mheth2", "abort",
+                        {"domain_include": "mheth2", "stripe_min": 0})
+    _ended_by_btl_ofi(launch, "mheth2", "its link is down")
+
+
+def test_only_nic_down_at_peer_times_out(three_nics, tmp_path):
+    launch, _ = _launch(three_nics, tmp_path, 1, "mheth2", "abort",
+                        {"domain_include": "mheth2", "stripe_min": 0, "nic_timeout": 3})
+    _ended_by_btl_ofi(launch, "mheth2", "nothing completed for 3 s")
 
 
 def test_further_nic_down_moves_parts(three_nics, tmp_path, capsys):
-    launch, lines = _run(three_nics, tmp_path, 0, "mheth1", "exact",
+    launch, lines = _run(three_nics, tmp_path, 0, "mheth1",
                          {"domain_include": "mheth1,mheth2", "stripe_min": 65536})
     zero = lines[0]
     with capsys.disabled():
@@ -109,6 +148,7 @@ def test_further_nic_down_moves_parts(three_nics, tmp_path, capsys):
     assert zero["end"]["stripe_count"] - zero["start"]["stripe_count"] >= 2, zero
     assert zero["end"]["stripe_parts_moved"] >= 1, \
         f"no part moved off the failed NIC to the first one: {zero}"
-    assert _failed_message(launch, "mheth1") and "its link is down" in launch.stderr, \
+    assert _failed_message(launch, "mheth1", "posted again on the first NIC") and \
+        "its link is down" in launch.stderr, \
         launch.stderr[-3000:]
     assert launch.returncode == 0, f"exit {launch.returncode}"
