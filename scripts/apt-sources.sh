@@ -77,3 +77,17 @@ ensure_deb_src() {
 ompi_source_version() {
     dpkg-query -W -f='${source:Version}' libopenmpi-dev 2>/dev/null
 }
+
+# apt_source_ompi DIR: the source of the installed Open MPI (apt-get source, a
+# deb-src entry for the mirror apt uses added where missing) unpacked in DIR; prints the
+# tree's path. Its log is DIR/source.log.
+apt_source_ompi() {
+    local dir=$1 version codename
+    version=$(ompi_source_version)
+    codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
+    if ensure_deb_src "$codename"; then apt-get update -qq; fi
+    mkdir -p "$dir"
+    (cd "$dir" && apt-get source -qq "openmpi=$version" >"$dir/source.log" 2>&1) ||
+        { tail -n 5 "$dir/source.log" >&2; return 1; }
+    find "$dir" -mindepth 1 -maxdepth 1 -type d -name 'openmpi-*' | head -n1
+}

@@ -37,13 +37,8 @@ if ! ./configure -q --prefix="$prefix" >"$work/configure.log" 2>&1; then
     grep -q "installed headers are incomplete" config.log || { tail "$work/configure.log"; exit 1; }
     grep -m1 "installed headers are incomplete" "$work/configure.log" | cut -c1-200
     . "$HERE/apt-sources.sh"
-    version=$(ompi_source_version)
-    step "apt-get source openmpi=$version (the headers libopenmpi-dev lacks), then --with-ompi-source"
-    if ensure_deb_src "$VERSION_CODENAME"; then apt-get update -qq; fi
-    mkdir -p "$work/src"
-    (cd "$work/src" && apt-get source -qq "openmpi=$version" >"$work/source.log" 2>&1) ||
-        { tail -n 5 "$work/source.log"; exit 1; }
-    tree=$(find "$work/src" -mindepth 1 -maxdepth 1 -type d -name 'openmpi-*' | head -n1)
+    step "apt-get source openmpi=$(ompi_source_version) (the headers libopenmpi-dev lacks), then --with-ompi-source"
+    tree=$(apt_source_ompi "$work/src")
     ./configure -q --prefix="$prefix" --with-ompi-source="$tree" >"$work/configure.log" 2>&1 ||
         { tail "$work/configure.log"; exit 1; }
 fi
