@@ -38,6 +38,7 @@ void mca_btl_ofi_fault_construct(mca_btl_ofi_module_t *module)
     module->next_probe = 0;
     module->empty_reads = 0;
     module->stall_timeout = 0;
+    module->stall_timeout_auto = false;
     module->link_state = NULL;
     module->error_cb = NULL;
 }
@@ -73,6 +74,7 @@ void mca_btl_ofi_fault_init(mca_btl_ofi_module_t *module)
     }
     module->stall_timeout = mca_btl_ofi_params.nic_timeout;
     if (module->stall_timeout < 0) {
+        module->stall_timeout_auto = true;
         module->stall_timeout = FI_PROGRESS_AUTO == info->domain_attr->data_progress
                                     ? MCA_BTL_OFI_FAULT_AUTO_TIMEOUT
                                     : 0;
@@ -138,6 +140,16 @@ void mca_btl_ofi_fault_unlist(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op
     OPAL_THREAD_UNLOCK(&module->posted_lock);
 }
 
+/* Whether an operation of the module may wait for a peer's CPU rather than its NIC: atomics
+ * or gets as messages, gathered puts (acknowledged by the target's progress), questions
+ * about registrations. A NIC that progresses by itself still waits for those as long as
+ * the peer computes, so the default time limit does not count such a wait. */
+static bool mca_btl_ofi_fault_waits_for_cpus(const mca_btl_ofi_module_t *module)
+{
+    return module->atomics_as_messages || module->gets_as_messages || module->coalesce ||
+           0 != atomic_load_explicit(&module->locating, memory_order_relaxed);
+}
+
 void mca_btl_ofi_fault_empty_read(mca_btl_ofi_module_t *module)
 {
     char why[160], state[32];
@@ -172,7 +184,8 @@ void mca_btl_ofi_fault_empty_read(mca_btl_ofi_module_t *module)
             return;
         }
     }
-    if (0 < module->stall_timeout && now - module->stall_since >= module->stall_timeout) {
+    if (0 < module->stall_timeout && now - module->stall_since >= module->stall_timeout &&
+        !(module->stall_timeout_auto && mca_btl_ofi_fault_waits_for_cpus(module))) {
         snprintf(why, sizeof(why),
                  "nothing completed for %d s while operations waited (btl_%s_nic_timeout)",
                  module->stall_timeout, MCA_BTL_OFI_COMPONENT_NAME);

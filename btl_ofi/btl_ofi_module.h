@@ -156,6 +156,7 @@ struct mca_btl_ofi_module_t {
     double stall_since, next_probe;
     unsigned empty_reads; /**< empty CQ reads with operations waiting, since the last clock */
     int stall_timeout;    /**< seconds of such a wait that mean a failed NIC; 0: none */
+    bool stall_timeout_auto; /**< stall_timeout is btl_ofi_nic_timeout's default (-1) */
     char *link_state;     /**< /sys/class/net/<domain>/operstate where the domain is one, or NULL */
     /** what Open MPI's PML gave btl_register_error (ob1: end the job), or NULL */
     mca_btl_base_module_error_cb_fn_t error_cb;

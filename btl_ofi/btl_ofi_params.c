@@ -111,9 +111,10 @@ static mca_btl_ofi_int_param_t mca_btl_ofi_int_params[] = {
         .help = "Seconds a NIC may complete nothing while operations wait on it before btl-ofi "
                 "takes it for failed: the operations on it fail (MPI returns an error) or, for "
                 "parts of striped transfers, move to the first NIC. -1: 60 where the provider "
-                "progresses data on its own (FI_PROGRESS_AUTO, real NICs), never where the "
-                "target's progress applies operations (tcp, sockets: a peer computing between "
-                "MPI calls would look the same); 0: never. Independently, a NIC that is a "
+                "progresses data on its own (FI_PROGRESS_AUTO, real NICs), not counting waits "
+                "for a peer's CPU (atomics or gets as messages, gathered puts), and never where "
+                "the target's progress applies operations (tcp, sockets: a peer computing "
+                "between MPI calls would look the same); 0: never. Independently, a NIC that is a "
                 "network interface (tcp, sockets) is taken for failed when its link is down "
                 "after a second without completions",
         .default_text = "-1",

@@ -6,20 +6,30 @@ slow spell of the machine hits all of them alike; the table shows the median
 over repetitions of each phase (ms, slowest rank, mean over rounds) and the
 ratio ours / vader. Only ratios are meant to be compared (no absolute target).
 
-  scale_compare.py [--np 2,4,8,16] [--reps 3] [--rounds 20] [--tcp]
+  scale_compare.py [--np 2,4,8,16] [--reps 3] [--rounds 20] [--tcp] [--fit]
                    [--before DIR]   # also a second btl-ofi build's component dir
 The last rows of each rank count: the peak resident memory of the largest rank
 (getrusage) and btl-ofi's endpoints per rank (MPI_T "peers"; 0 without btl-ofi).
 --tcp adds Open MPI's one-sided path over btl/tcp (osc/pt2pt on 4.1, osc/rdma on 5.0).
+--fit adds, per phase and configuration, how the cost grows with the ranks: the
+exponent b of a least-squares fit ms = a * ranks^b over the rank counts (1: linear,
+2: quadratic) and the slope of a straight-line fit (per rank added); a phase whose
+exponent for btl-ofi exceeds the baseline's (vader) by more than 0.25 is marked
+"FASTER THAN vader": what btl-ofi adds grows faster than the job there.
+--hosts 2,4,8 runs osc_scale with one rank per host namespace instead (root;
+scripts/check-multihost.sh --setup-only makes them): btl-ofi over tcp;ofi_rxm
+against Open MPI's one-sided path over btl/tcp, the baseline of those rows.
 Needs BTL_OFI_LIBEXECDIR, BTL_OFI_OMPI_PKGLIBDIR and OMPI_MCA_mca_base_component_path
 from the env file (btl-ofi-env.sh); mpirun runs under flock /tmp/btl-ofi-mpi.lock.
 """
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
 import sys
+import tempfile
 
 OURS = ["--mca", "btl", "self,vader,ofirma", "--mca", "osc", "rdma",
         "--mca", "btl_ofirma_provider_include", "shm"]
@@ -32,14 +42,20 @@ PHASES = ["MPI_Init", "Win_create first", "Win_create later", "lock_all", "put",
           "unlock_all", "Win_free", "round", "loop"]
 
 
-def run_one(np_, mca, rounds, component_path=None):
+def run_one(np_, mca, rounds, component_path=None, prefix=None, extra_env=None):
+    """One osc_scale launch: {phase: record}. prefix: mpirun's argv up to its options
+    (host namespaces: launcher.Hosts.argv_prefix); default a local oversubscribed run."""
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    env.update(extra_env or {})
     if component_path:
         env["OMPI_MCA_mca_base_component_path"] = component_path
     exe = os.path.join(env["BTL_OFI_LIBEXECDIR"], "osc_scale")
-    cmd = ["flock", "/tmp/btl-ofi-mpi.lock", "mpirun", "-np", str(np_), "--oversubscribe",
-           *mca, exe, "-j", "-r", str(rounds)]
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, check=True)
+    start = prefix or ["mpirun", "-np", str(np_), "--oversubscribe"]
+    cmd = ["flock", "/tmp/btl-ofi-mpi.lock", *start, *mca, exe, "-j", "-r", str(rounds)]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise SystemExit(f"scale_compare: exit {out.returncode}: {' '.join(cmd)}\n"
+                         f"{out.stdout[-2000:]}\n{out.stderr[-3000:]}")
     rows = {}
     for line in out.stdout.splitlines():
         if line.startswith("{"):
@@ -47,6 +63,34 @@ def run_one(np_, mca, rounds, component_path=None):
             if "phase" in rec:
                 rows[rec["phase"]] = rec
     return rows
+
+
+def record(res, carried, count, name, rows):
+    """Keep one launch's phases, memory and btl-ofi's puts under (count, name)."""
+    for ph in PHASES:
+        res.setdefault((count, name, ph), []).append(rows[ph]["ms_mean"])
+    mem = rows.get("memory", {})
+    res.setdefault((count, name, "peak RSS MiB"), []).append(mem.get("rss_max_MiB", 0))
+    res.setdefault((count, name, "btl-ofi endpoints"), []).append(mem.get("peers_max", 0))
+    if name in ("ours", "before"):
+        carried.setdefault((count, name), []).append(rows["round"].get("put_count", 0))
+
+
+def print_table(res, carried, counts, names, base, unit):
+    """Medians per count and phase, and each configuration's ratio to base."""
+    head = f"{unit:>5} {'phase':>17} " + " ".join(f"{n + ' ms':>11}" for n in names)
+    head += " " + " ".join(f"{n + '/' + base:>13}" for n in names if n != base)
+    print(head)
+    for count in counts:
+        for ph in PHASES + ["peak RSS MiB", "btl-ofi endpoints"]:
+            med = {n: statistics.median(res[(count, n, ph)]) for n in names}
+            line = f"{count:>5} {ph:>17} " + " ".join(f"{med[n]:>11.3f}" for n in names)
+            line += " " + " ".join(f"{med[n] / med[base]:>13.2f}" if med[base] > 0
+                                   else f"{'-':>13}" for n in names if n != base)
+            print(line)
+        print(f"{count:>5} {'btl-ofi puts/round':>17} " +
+              " ".join(f"{min(carried[(count, n)]):>11.1f}" for n in names
+                       if n in ("ours", "before")))
 
 
 def main():
@@ -57,14 +101,19 @@ def main():
     ap.add_argument("--before", help="component dir of a second btl-ofi build ('before')")
     ap.add_argument("--tcp", action="store_true",
                     help="also Open MPI's one-sided path over btl/tcp")
+    ap.add_argument("--fit", action="store_true",
+                    help="also fit each cost against the ranks (exponent and slope)")
+    ap.add_argument("--hosts", help="host namespace counts (e.g. 2,4,8), one rank each, "
+                    "instead of ranks on one node (root; scripts/check-multihost.sh)")
     args = ap.parse_args()
+    if args.hosts:
+        return main_hosts(args, [int(x) for x in args.hosts.split(",")])
     nps = [int(x) for x in args.np.split(",")]
     node = os.environ.get("BTL_OFI_NODE_BTL", "vader")
-    major = int(os.environ.get("BTL_OFI_OMPI_VERSION", "4").split(".")[0])
     ours = [a.replace("vader", node) for a in OURS]
     configs = [("ours", ours, None), ("vader", [a.replace("vader", node) for a in VADER], None)]
     if args.tcp:
-        configs.append(("tcp", TCP_50 if major >= 5 else TCP_41, None))
+        configs.append(("tcp", tcp_config(), None))
     if args.before:
         configs.insert(1, ("before", ours,
                            args.before + ":" + os.environ["BTL_OFI_OMPI_PKGLIBDIR"]))
@@ -73,32 +122,102 @@ def main():
     for _ in range(args.reps):
         for np_ in nps:
             for name, mca, path in configs:
-                rows = run_one(np_, mca, args.rounds, path)
-                for ph in PHASES:
-                    res.setdefault((np_, name, ph), []).append(rows[ph]["ms_mean"])
-                mem = rows.get("memory", {})
-                res.setdefault((np_, name, "peak RSS MiB"), []).append(mem.get("rss_max_MiB", 0))
-                res.setdefault((np_, name, "btl-ofi endpoints"), []).append(
-                    mem.get("peers_max", 0))
-                if name in ("ours", "before"):
-                    carried.setdefault((np_, name), []).append(rows["round"].get("put_count", 0))
+                record(res, carried, np_, name, run_one(np_, mca, args.rounds, path))
     names = [c[0] for c in configs]
-    head = f"{'ranks':>5} {'phase':>17} " + " ".join(f"{n + ' ms':>11}" for n in names)
-    head += " " + " ".join(f"{n + '/vader':>13}" for n in names if n != "vader")
     print(f"# osc_scale, {args.reps} interleaved repetitions, {args.rounds} rounds; "
           "median ms (slowest rank, mean over rounds)")
-    print(head)
-    for np_ in nps:
-        for ph in PHASES + ["peak RSS MiB", "btl-ofi endpoints"]:
-            med = {n: statistics.median(res[(np_, n, ph)]) for n in names}
-            line = f"{np_:>5} {ph:>17} " + " ".join(f"{med[n]:>11.3f}" for n in names)
-            line += " " + " ".join(f"{med[n] / med['vader']:>13.2f}" if med["vader"] > 0
-                                   else f"{'-':>13}" for n in names if n != "vader")
-            print(line)
-        print(f"{np_:>5} {'btl-ofi puts/round':>17} " +
-              " ".join(f"{min(carried[(np_, n)]):>11.1f}" for n in names
-                       if n in ("ours", "before")))
+    print_table(res, carried, nps, names, "vader", "ranks")
+    if args.fit and len(nps) >= 3:
+        print_fits(res, nps, names, "vader", "ranks")
     return 0
+
+
+def tcp_config():
+    major = int(os.environ.get("BTL_OFI_OMPI_VERSION", "4").split(".")[0])
+    return TCP_50 if major >= 5 else TCP_41
+
+
+def main_hosts(args, counts):
+    """osc_scale with one rank per host namespace: btl-ofi over tcp;ofi_rxm against Open
+    MPI's one-sided path over btl/tcp (no shared memory reaches another host). Every count
+    has host namespaces of its own (check-multihost.sh --setup-only), all made first, so
+    that each repetition runs every count and configuration in turn."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    repo = os.path.dirname(here)
+    sys.path.insert(0, os.path.join(repo, "python_tests"))
+    import launcher  # noqa: E402  (the host namespaces' mpirun prefix)
+    script = os.path.join(repo, "scripts", "check-multihost.sh")
+    # btl/tcp carries the two-sided traffic between hosts (without a BTL that reaches a
+    # peer, ob1 4.1.4 crashes in its first send instead of saying so)
+    configs = [("ours", ["--mca", "btl", "self,tcp,ofirma", "--mca", "osc", "rdma",
+                         "--mca", "btl_ofirma_provider_include", "tcp;ofi_rxm"]),
+               ("tcp", tcp_config())]
+    sets = {}
+    res, carried = {}, {}
+    try:
+        for count in counts:
+            workdir = tempfile.mkdtemp(prefix=f"scale-hosts{count}-")
+            subprocess.run(["bash", script, "--setup-only", "--hosts", str(count),
+                            "--log-dir", workdir], check=True, capture_output=True, text=True)
+            sets[count] = launcher.Hosts.from_conf(os.path.join(workdir, "netns.conf"))
+        for _ in range(args.reps):
+            for count in counts:
+                hosts = sets[count]
+                for name, mca in configs:
+                    rows = run_one(count, mca, args.rounds, prefix=hosts.argv_prefix(count),
+                                   extra_env=hosts.env())
+                    record(res, carried, count, name, rows)
+    finally:
+        for hosts in sets.values():
+            subprocess.run(["bash", script, "--teardown", hosts.conf], capture_output=True)
+    names = [c[0] for c in configs]
+    print(f"# osc_scale across host namespaces (one rank each, tcp;ofi_rxm for btl-ofi), "
+          f"{args.reps} interleaved repetitions, {args.rounds} rounds; median ms (slowest "
+          "rank, mean over rounds)")
+    print_table(res, carried, counts, names, "tcp", "hosts")
+    if args.fit and len(counts) >= 3:
+        print_fits(res, counts, names, "tcp", "hosts")
+    return 0
+
+
+def fit_power(xs, ys):
+    """Least-squares ys = a * xs^b on logarithms: b, or None where a value is not > 0."""
+    if any(y <= 0 for y in ys):
+        return None
+    lx = [math.log(x) for x in xs]
+    ly = [math.log(y) for y in ys]
+    mx, my = statistics.fmean(lx), statistics.fmean(ly)
+    den = sum((x - mx) ** 2 for x in lx)
+    return sum((x - mx) * (y - my) for x, y in zip(lx, ly)) / den
+
+
+def fit_line(xs, ys):
+    """Least-squares ys = c + d * xs: (c, d)."""
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    d = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    return my - d * mx, d
+
+
+def print_fits(res, counts, names, base, unit):
+    """Growth of each cost with the count, per configuration (medians over repetitions)."""
+    print(f"\n# growth with the {unit} ({','.join(map(str, counts))}): exponent b of "
+          f"ms = a * {unit}^b (1 linear, 2 quadratic), and the straight line's slope per "
+          f"one more")
+    print(f"{'phase':>17} " + " ".join(f"{n + ' b':>9} {n + ' /' + unit[:-1]:>12}"
+                                       for n in names))
+    for ph in PHASES + ["peak RSS MiB", "btl-ofi endpoints"]:
+        cells, exps = [], {}
+        for n in names:
+            ys = [statistics.median(res[(count, n, ph)]) for count in counts]
+            b = fit_power(counts, ys)
+            exps[n] = b
+            cells.append(f"{b:>9.2f}" if b is not None else f"{'-':>9}")
+            cells.append(f"{fit_line(counts, ys)[1]:>12.4f}")
+        mark = ""
+        if exps.get("ours") is not None and exps.get(base) is not None and \
+                exps["ours"] > exps[base] + 0.25:
+            mark = f"  FASTER THAN {base}"
+        print(f"{ph:>17} " + " ".join(cells) + mark)
 
 
 if __name__ == "__main__":
