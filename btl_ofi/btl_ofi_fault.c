@@ -9,7 +9,6 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "btl_ofi_device.h"
@@ -19,14 +18,6 @@
 #define MCA_BTL_OFI_FAULT_CLOCK_EVERY 64
 /* btl_ofi_nic_timeout -1: this many seconds where the provider progresses data itself. */
 #define MCA_BTL_OFI_FAULT_AUTO_TIMEOUT 60
-
-static double mca_btl_ofi_fault_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 void mca_btl_ofi_fault_construct(mca_btl_ofi_module_t *module)
 {
@@ -152,7 +143,7 @@ static bool mca_btl_ofi_fault_waits_for_cpus(const mca_btl_ofi_module_t *module)
 
 void mca_btl_ofi_fault_empty_read(mca_btl_ofi_module_t *module)
 {
-    char why[160], state[32];
+    char why[160], state[32], param[64];
     double now;
 
     if (0 == atomic_load_explicit(&module->outstanding, memory_order_relaxed)) {
@@ -163,7 +154,7 @@ void mca_btl_ofi_fault_empty_read(mca_btl_ofi_module_t *module)
         return;
     }
     module->empty_reads = 0;
-    now = mca_btl_ofi_fault_now();
+    now = mca_btl_ofi_now();
     if (0 == module->stall_since) {
         module->stall_since = now;
         module->next_probe = now + 1.0;
@@ -187,8 +178,8 @@ void mca_btl_ofi_fault_empty_read(mca_btl_ofi_module_t *module)
     if (0 < module->stall_timeout && now - module->stall_since >= module->stall_timeout &&
         !(module->stall_timeout_auto && mca_btl_ofi_fault_waits_for_cpus(module))) {
         snprintf(why, sizeof(why),
-                 "nothing completed for %d s while operations waited (btl_%s_nic_timeout)",
-                 module->stall_timeout, MCA_BTL_OFI_COMPONENT_NAME);
+                 "nothing completed for %d s while operations waited (%s)", module->stall_timeout,
+                 mca_btl_ofi_param_name("nic_timeout", param, sizeof(param)));
         mca_btl_ofi_nic_fail(module, why);
     }
 }

@@ -6,8 +6,6 @@
 
 #include "btl_ofi_module.h"
 
-#include <time.h>
-
 #include "btl_ofi_atomics.h"
 #include "btl_ofi_coalesce.h"
 #include "btl_ofi_device.h"
@@ -66,14 +64,6 @@ mca_btl_ofi_module_t mca_btl_ofi_module_template = {
 void mca_btl_ofi_module_limit_flags(mca_btl_ofi_module_t *module)
 {
     module->super.btl_flags &= MCA_BTL_OFI_FLAGS_SERVED;
-}
-
-static double mca_btl_ofi_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* Let operations still in flight complete, within a bound: a vanished peer must not hang us. */

@@ -9,6 +9,8 @@
 
 #include "btl_ofi.h"
 
+#include <time.h>
+
 #include "opal/class/opal_free_list.h"
 #include "opal/class/opal_hash_table.h"
 #include "opal/class/opal_list.h"
@@ -161,6 +163,15 @@ struct mca_btl_ofi_module_t {
     /** what Open MPI's PML gave btl_register_error (ob1: end the job), or NULL */
     mca_btl_base_module_error_cb_fn_t error_cb;
 };
+
+/** CLOCK_MONOTONIC in seconds (finalize's bounded drain, a NIC's stall: btl_ofi_fault.c). */
+static inline double mca_btl_ofi_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 /** A module beside the one Open MPI sees, for the peers on this node (slot 1). */
 static inline bool mca_btl_ofi_node_local(const mca_btl_ofi_module_t *module)
