@@ -307,6 +307,22 @@ void mca_btl_ofi_device_close_ep(mca_btl_ofi_module_t *module)
 
 void mca_btl_ofi_device_close(mca_btl_ofi_module_t *module)
 {
+    if (module->quarantined) {
+        /* a failed NIC's provider, never called again (btl_ofi_fault.h): closing its
+         * endpoint could crash in the provider, and the rest is bound to it */
+        opal_output_verbose(10, mca_btl_ofi_output,
+                            MCA_BTL_OFI_LOG "%s: the failed NIC's endpoint and domain are "
+                                            "left open",
+                            module->info->domain_attr->name);
+        module->ep = NULL;
+        module->cq = NULL;
+        module->av = NULL;
+        module->domain = NULL;
+        module->fabric = NULL;
+        fi_freeinfo(module->info);
+        module->info = NULL;
+        return;
+    }
     mca_btl_ofi_close_fid((struct fid **)&module->ep, "endpoint");
     mca_btl_ofi_close_fid((struct fid **)&module->cq, "completion queue");
     mca_btl_ofi_close_fid((struct fid **)&module->av, "address vector");

@@ -23,6 +23,7 @@ void mca_btl_ofi_fault_construct(mca_btl_ofi_module_t *module)
 {
     module->watch = false;
     atomic_store(&module->failed, false);
+    module->quarantined = false;
     OBJ_CONSTRUCT(&module->posted_lock, opal_mutex_t);
     module->posted = NULL;
     module->stall_since = 0;
@@ -209,8 +210,13 @@ void mca_btl_ofi_nic_fail(mca_btl_ofi_module_t *module, const char *why)
                                mca_btl_ofi_param_name("domain_exclude", param, sizeof(param)),
                                NULL);
     }
-    /* After this the provider writes nothing of ours: no buffer, no completion. */
-    mca_btl_ofi_device_close_ep(module);
+    /* After this the provider writes nothing of ours: no buffer, no completion. One that
+     * moves data only inside our calls is not called again (quarantined, see the header). */
+    if (FI_PROGRESS_AUTO == info->domain_attr->data_progress) {
+        mca_btl_ofi_device_close_ep(module);
+    } else {
+        module->quarantined = true;
+    }
 
     /* Deferred posts are listed operations (failed below) or receive buffers (owned by
      * the messages, freed at finalize): none goes out again. */

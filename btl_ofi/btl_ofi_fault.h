@@ -11,8 +11,15 @@
  * looked at. The NIC is taken for failed when, during a stall, its link is down (looked at
  * once a second) or the stall lasts btl_ofi_nic_timeout seconds.
  *
- * Then mca_btl_ofi_nic_fail: the endpoint is closed first (after fi_close the provider
- * writes no buffer and no CQ entry of ours), every listed operation is completed with
+ * Then mca_btl_ofi_nic_fail: first the provider is stopped from writing any buffer or CQ
+ * entry of ours. Where it moves data on its own (data_progress FI_PROGRESS_AUTO, a NIC)
+ * its endpoint is closed. Where it moves data only inside our calls (FI_PROGRESS_MANUAL:
+ * tcp;ofi_rxm, sockets), calling it no more is enough, and its endpoint is left open (the
+ * module is quarantined) and is not closed at finalize either: closing an ofi_rxm
+ * endpoint whose connection has a transfer cut off by a dead link flushes the core's
+ * queues into an error completion without a context, which rxm_handle_comp_error
+ * dereferences (libfabric 1.17 to 2.1, rxm_cq.c; seen as a SIGSEGV in fi_close, 1 run
+ * in 10 to 30). Then every listed operation is completed with
  * OPAL_ERR_UNREACH through its own handler, as an error completion would complete it
  * (puts with their proof reads, emulated atomics, gets by messages, parts of striped
  * transfers), and every later put, get, atomic or flush on the module returns
@@ -50,8 +57,9 @@ void mca_btl_ofi_fault_unlist(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op
 void mca_btl_ofi_fault_empty_read(mca_btl_ofi_module_t *module);
 
 /**
- * Take the module's NIC for failed (once): show why, close its endpoint, complete every
- * operation taken on it with OPAL_ERR_UNREACH.
+ * Take the module's NIC for failed (once): show why, stop its provider (close or
+ * quarantine its endpoint, above), complete every operation taken on it with
+ * OPAL_ERR_UNREACH.
  *
  * @param why (IN) what showed it, for the message
  */

@@ -148,8 +148,12 @@ struct mca_btl_ofi_module_t {
     /* A NIC that fails while operations are in flight on it (btl_ofi_fault.c). */
     /** a network module: its operations are listed (posted) and a stall is looked into */
     bool watch;
-    /** the NIC failed: its endpoint is closed and every call on it returns OPAL_ERR_UNREACH */
+    /** the NIC failed: every call on it returns OPAL_ERR_UNREACH, and nothing of it is
+     *  called again (its endpoint is closed where the provider moves data on its own) */
     atomic_bool failed;
+    /** failed with its endpoint left open (a provider that moves data only in our calls):
+     *  its fids are never closed (btl_ofi_fault.h) */
+    bool quarantined;
     opal_mutex_t posted_lock;
     /** with watch: every operation taken and not yet released, newest first */
     struct mca_btl_ofi_op_t *posted;

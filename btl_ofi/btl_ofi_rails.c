@@ -162,7 +162,9 @@ mca_btl_ofi_rails_register_mem(struct mca_btl_base_module_t *btl,
         beside[count++] = module->local;
     }
     for (int i = 0; i < module->nic_count; ++i) {
-        beside[count++] = module->nics[i];
+        if (!mca_btl_ofi_nic_failed(module->nics[i])) {
+            beside[count++] = module->nics[i]; /* a failed one is not called again */
+        }
     }
     reg = container_of(handle, mca_btl_ofi_reg_t, handle);
     for (int i = 0; i < count; ++i) {
@@ -243,6 +245,26 @@ static int mca_btl_ofi_stripe_post(mca_btl_ofi_part_t *part, bool wait)
     }
 }
 
+/* A part that its NIC's failure ended (status OPAL_ERR_UNREACH, whether the failure came
+ * while the part was in flight or before it was posted): that NIC closed its endpoint and
+ * nothing of the part moves there any more, so the first NIC carries it again (the same
+ * bytes to the same place). The status of that post, or status where the part stays. */
+static int mca_btl_ofi_stripe_move(mca_btl_ofi_part_t *part, int status)
+{
+    mca_btl_ofi_stripe_t *stripe = part->stripe;
+
+    if (OPAL_ERR_UNREACH != status || 0 == part->nic ||
+        !mca_btl_ofi_nic_failed(stripe->module->nics[part->nic - 1])) {
+        return status;
+    }
+    part->nic = 0;
+    status = mca_btl_ofi_stripe_post(part, true);
+    if (OPAL_SUCCESS == status) {
+        mca_btl_ofi_count(MCA_BTL_OFI_CNT_STRIPE_MOVED, 1);
+    }
+    return status;
+}
+
 static void mca_btl_ofi_stripe_part_done(struct mca_btl_base_module_t *btl,
                                          struct mca_btl_base_endpoint_t *endpoint,
                                          void *local_address,
@@ -254,15 +276,10 @@ static void mca_btl_ofi_stripe_part_done(struct mca_btl_base_module_t *btl,
     int ok = OPAL_SUCCESS;
 
     (void)btl, (void)endpoint, (void)local_address, (void)local_handle, (void)cbdata;
-    if (OPAL_ERR_UNREACH == status && 0 != part->nic &&
-        mca_btl_ofi_nic_failed(stripe->module->nics[part->nic - 1])) {
-        /* its NIC failed and closed its endpoint: nothing of the part moves there any
-         * more, so the first NIC carries it again (the same bytes to the same place) */
-        part->nic = 0;
-        status = mca_btl_ofi_stripe_post(part, true);
+    if (OPAL_ERR_UNREACH == status) {
+        status = mca_btl_ofi_stripe_move(part, status);
         if (OPAL_SUCCESS == status) {
-            mca_btl_ofi_count(MCA_BTL_OFI_CNT_STRIPE_MOVED, 1);
-            return;
+            return; /* posted again: its completion comes back here */
         }
     }
     if (OPAL_SUCCESS != status) {
@@ -337,7 +354,9 @@ static int mca_btl_ofi_rails_striped(mca_btl_base_module_put_fn_t rma, mca_btl_o
             .len = size - (size_t)i * part < part ? size - (size_t)i * part : part,
         };
         atomic_fetch_add(&stripe->pending, 1);
-        rc = mca_btl_ofi_stripe_post(each, 0 != i);
+        /* a further NIC that fails while the parts go out (its queue full, every module
+         * progressing) refuses its part, which the first NIC then takes */
+        rc = mca_btl_ofi_stripe_move(each, mca_btl_ofi_stripe_post(each, 0 != i));
         if (OPAL_SUCCESS != rc) {
             atomic_fetch_sub(&stripe->pending, 1);
             if (0 == i) {

@@ -143,6 +143,20 @@ class Launch:
         text = getattr(self, stream)
         return "\n".join(text.strip().splitlines()[-lines:])
 
+    def backtrace(self, lines=40):
+        """The first backtrace Open MPI's signal handler printed ("Process received
+        signal" to "End of error message"), whole: a tail would cut off the frames
+        nearest the fault. Empty where there is none."""
+        out, inside = [], False
+        for line in self.stderr.splitlines():
+            if not inside and "Process received signal" in line:
+                inside = True
+            if inside:
+                out.append(line)
+                if "End of error message" in line or len(out) >= lines:
+                    break
+        return "\n".join(out)
+
 
 @dataclasses.dataclass(frozen=True)
 class Hosts:

@@ -110,11 +110,19 @@ def launch_failure(launch, where):
                                   f"  {launch.command_line()}\n{launch.tail()}")
     if launch.signal_name:
         return Verdict("fail", f"CRASH ({launch.signal_name}): {where}\n"
-                               f"  {launch.command_line()}\n{launch.tail()}")
+                               f"  {launch.command_line()}\n{_crash_text(launch)}")
     if launch.returncode != 0:
         return Verdict("fail", f"exit status {launch.returncode}: {where}\n"
-                               f"  {launch.command_line()}\n{launch.tail()}")
+                               f"  {launch.command_line()}\n{_crash_text(launch)}")
     return None
+
+
+def _crash_text(launch):
+    """A rank's backtrace whole where one was printed (its first frames are the ones that
+    tell where it failed), then the tail of stderr."""
+    trace = launch.backtrace()
+    tail = launch.tail()
+    return f"{trace}\n...\n{tail}" if trace and trace not in tail else tail
 
 
 def proof_of_path(launch, group=None):
@@ -422,7 +430,7 @@ def judge_bad_input(launch, expected, what, planned):
                                   f"  {launch.command_line()}")
     if launch.signal_name:
         return Verdict("fail", f"CRASH ({launch.signal_name}): {where}\n"
-                               f"  {launch.command_line()}\n{launch.tail()}")
+                               f"  {launch.command_line()}\n{_crash_text(launch)}")
     orte = ORTE_ERROR_RE.findall(launch.stdout + "\n" + launch.stderr)
     if orte:
         return Verdict("fail", f"{where}: mpirun logged {len(orte)} ORTE error(s): {orte[:3]}\n"

@@ -134,6 +134,18 @@ def test_signal_is_a_crash():
     assert verdict.status == "fail" and "CRASH (SIGSEGV)" in verdict.message
 
 
+def test_crash_shows_the_frames_nearest_the_fault():
+    """A backtrace longer than the tail still shows its first frames (where it failed)."""
+    trace = ["[vm:7] *** Process received signal ***", "[vm:7] Signal: Segmentation fault (11)"]
+    trace += [f"[vm:7] [{i:2d}] /lib/frame{i}.so(+0x{i:x})" for i in range(30)]
+    trace += ["[vm:7] *** End of error message ***"]
+    launch = fake([START_OK], rc=139, stderr=SELECTED + "\n".join(trace) + "\n")
+    verdict = outcome.judge_group(launch, GROUP, [PUT["id"]])
+    assert "CRASH (SIGSEGV)" in verdict.message
+    assert "/lib/frame0.so(+0x0)" in verdict.message, verdict.message
+    assert "/lib/frame29.so" in verdict.message, verdict.message
+
+
 def test_allocate_must_not_touch_the_btl():
     spec = matrix._rma("put", "allocate", "fence", "int64", 4)
     rec = {**check(), "id": spec["id"]}
