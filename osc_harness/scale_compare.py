@@ -16,6 +16,9 @@ exponent b of a least-squares fit ms = a * ranks^b over the rank counts (1: line
 2: quadratic) and the slope of a straight-line fit (per rank added); a phase whose
 exponent for btl-ofi exceeds the baseline's (vader) by more than 0.25 is marked
 "FASTER THAN vader": what btl-ofi adds grows faster than the job there.
+--start (one node) also times, per rank count n, n bare libfabric programs started at
+once (fi_info -p shm: loading libfabric and its libraries and initialising its providers,
+no MPI) and shows what remains of btl-ofi's MPI_Init beyond that against vader's.
 --hosts 2,4,8 runs osc_scale with one rank per host namespace instead (root;
 scripts/check-multihost.sh --setup-only makes them): btl-ofi over tcp;ofi_rxm
 against Open MPI's one-sided path over btl/tcp, the baseline of those rows.
@@ -23,6 +26,7 @@ Needs BTL_OFI_LIBEXECDIR, BTL_OFI_OMPI_PKGLIBDIR and OMPI_MCA_mca_base_component
 from the env file (btl-ofi-env.sh); mpirun runs under flock /tmp/btl-ofi-mpi.lock.
 """
 import argparse
+import fcntl
 import json
 import math
 import os
@@ -30,6 +34,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 OURS = ["--mca", "btl", "self,vader,ofirma", "--mca", "osc", "rdma",
         "--mca", "btl_ofirma_provider_include", "shm"]
@@ -63,6 +68,37 @@ def run_one(np_, mca, rounds, component_path=None, prefix=None, extra_env=None):
             if "phase" in rec:
                 rows[rec["phase"]] = rec
     return rows
+
+
+def libfabric_start(count, provider="shm"):
+    """Wall ms of count bare libfabric programs (fi_info -p provider) started at once, under
+    the MPI lock like the launches: what loading libfabric (and the libraries it links,
+    such as libpsm2, whose constructor calibrates its clock) and initialising its providers
+    costs that many processes on this machine, before any MPI."""
+    with open("/tmp/btl-ofi-mpi.lock", "a", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        begin = time.monotonic()
+        procs = [subprocess.Popen(["fi_info", "-p", provider], stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL) for _ in range(count)]
+        codes = [p.wait() for p in procs]
+        ms = (time.monotonic() - begin) * 1000.0
+    if any(codes):
+        raise SystemExit(f"scale_compare: fi_info -p {provider} failed ({codes})")
+    return ms
+
+
+def print_start(res, starts, counts):
+    """MPI_Init against libfabric's own start: what btl-ofi adds beyond loading libfabric."""
+    print("\n# MPI_Init against libfabric's own start (n bare fi_info -p shm at once), "
+          "median ms")
+    print(f"{'ranks':>5} {'libfabric start':>16} {'ours MPI_Init':>14} {'vader MPI_Init':>15} "
+          f"{'ours/vader':>11} {'(ours-start)/vader':>19}")
+    for count in counts:
+        start = statistics.median(starts[count])
+        ours = statistics.median(res[(count, "ours", "MPI_Init")])
+        vader = statistics.median(res[(count, "vader", "MPI_Init")])
+        print(f"{count:>5} {start:>16.1f} {ours:>14.1f} {vader:>15.1f} {ours / vader:>11.2f} "
+              f"{max(ours - start, 0.0) / vader:>19.2f}")
 
 
 def record(res, carried, count, name, rows):
@@ -103,6 +139,8 @@ def main():
                     help="also Open MPI's one-sided path over btl/tcp")
     ap.add_argument("--fit", action="store_true",
                     help="also fit each cost against the ranks (exponent and slope)")
+    ap.add_argument("--start", action="store_true",
+                    help="also time n bare libfabric programs started at once (fi_info)")
     ap.add_argument("--hosts", help="host namespace counts (e.g. 2,4,8), one rank each, "
                     "instead of ranks on one node (root; scripts/check-multihost.sh)")
     args = ap.parse_args()
@@ -119,14 +157,19 @@ def main():
                            args.before + ":" + os.environ["BTL_OFI_OMPI_PKGLIBDIR"]))
     res = {}  # (np, config, phase) -> [ms]
     carried = {}
+    starts = {}  # np -> [ms of np bare libfabric starts at once]
     for _ in range(args.reps):
         for np_ in nps:
             for name, mca, path in configs:
                 record(res, carried, np_, name, run_one(np_, mca, args.rounds, path))
+            if args.start:
+                starts.setdefault(np_, []).append(libfabric_start(np_))
     names = [c[0] for c in configs]
     print(f"# osc_scale, {args.reps} interleaved repetitions, {args.rounds} rounds; "
           "median ms (slowest rank, mean over rounds)")
     print_table(res, carried, nps, names, "vader", "ranks")
+    if args.start:
+        print_start(res, starts, nps)
     if args.fit and len(nps) >= 3:
         print_fits(res, nps, names, "vader", "ranks")
     return 0
