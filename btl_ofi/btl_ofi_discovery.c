@@ -405,12 +405,42 @@ typedef struct mca_btl_ofi_ask_t {
     bool hmem;
 } mca_btl_ofi_ask_t;
 
+/*
+ * The one provider name the discovery under way asks libfabric for (hints' prov_name),
+ * or NULL for every provider; set by mca_btl_ofi_hint_set for one discovery. Where the
+ * user names a single provider, fi_getinfo then asks that provider alone: what
+ * `fi_info -p NAME` lists, which is what a name stands for (mca_btl_ofi_names), and no
+ * other provider's fi_getinfo runs. That matters for what they cost: libfabric 2.x's
+ * verbs provider scans /proc/kallsyms on its first fi_getinfo (about 85 ms of CPU a
+ * process here, osc_harness/PERFORMANCE.md), whether or not verbs is wanted.
+ */
+static char *mca_btl_ofi_hint;
+
+/* Ask for list's one name only (NULL, or a list of another length: every provider). A
+ * leading '^' (leave out) never gets here: it parses into the exclude list. */
+static void mca_btl_ofi_hint_set(char *const *list)
+{
+    free(mca_btl_ofi_hint);
+    mca_btl_ofi_hint = NULL;
+    if (NULL != list && NULL != list[0] && NULL == list[1] &&
+        NULL != (mca_btl_ofi_hint = strdup(list[0]))) {
+        for (char *c = mca_btl_ofi_hint; *c; ++c) {
+            *c = (char)tolower((unsigned char)*c); /* libfabric's names are lower case */
+        }
+    }
+}
+
 static struct fi_info *mca_btl_ofi_getinfo(const mca_btl_ofi_ask_t *ask, bool enable_mpi_threads)
 {
     struct fi_info *hints = fi_allocinfo(), *list = NULL;
     uint32_t version = ask->hmem ? MCA_BTL_OFI_FI_VERSION_HMEM : MCA_BTL_OFI_FI_VERSION;
 
     if (NULL == hints) {
+        return NULL;
+    }
+    if (NULL != mca_btl_ofi_hint && NULL == (hints->fabric_attr->prov_name =
+                                                 strdup(mca_btl_ofi_hint))) {
+        fi_freeinfo(hints);
         return NULL;
     }
     hints->caps = ask->caps ? ask->caps : MCA_BTL_OFI_CAPS_ALL;
@@ -500,22 +530,32 @@ static const char *mca_btl_ofi_missing_caps(const char *name)
     return "the combination btl-ofi asks for";
 }
 
+/* Does name (to include) stand for a provider of all, or of msgs (one without atomics or
+ * RMA read serves through messages)? */
+static bool mca_btl_ofi_lists_name(const char *name, const struct fi_info *all,
+                                   const struct fi_info *msgs)
+{
+    for (const struct fi_info *cur = all; cur; cur = cur->next) {
+        if (mca_btl_ofi_names(name, cur->fabric_attr->prov_name, false)) {
+            return true;
+        }
+    }
+    for (const struct fi_info *cur = msgs; cur; cur = cur->next) {
+        if (mca_btl_ofi_names(name, cur->fabric_attr->prov_name, false)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static bool mca_btl_ofi_check_include(const mca_btl_ofi_filter_t *filter, const struct fi_info *all,
                                       const struct fi_info *msgs)
 {
     for (int i = 0; filter->include && filter->include[i]; ++i) {
         const char *name = filter->include[i], *lacks;
-        bool found = false;
         char *names, param[64];
 
-        for (const struct fi_info *cur = all; cur && !found; cur = cur->next) {
-            found = mca_btl_ofi_names(name, cur->fabric_attr->prov_name, false);
-        }
-        /* one without atomics or RMA read serves through messages */
-        for (const struct fi_info *cur = msgs; cur && !found; cur = cur->next) {
-            found = mca_btl_ofi_names(name, cur->fabric_attr->prov_name, false);
-        }
-        if (found) {
+        if (mca_btl_ofi_lists_name(name, all, msgs)) {
             continue;
         }
         names = mca_btl_ofi_provider_names(all);
@@ -1057,9 +1097,19 @@ struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads, char **passed_over
     }
 
     /* Every RDM provider with RMA and atomics, or with RMA and FI_MSG to carry what it lacks,
-     * whatever its MR needs: for messages. */
+     * whatever its MR needs: for messages. Only the one provider the user names, where that
+     * is one; where libfabric has nothing that name stands for, every provider again, so
+     * that the message below names what there is. */
+    mca_btl_ofi_hint_set(filter.include);
     all = mca_btl_ofi_getinfo(&all_modes, enable_mpi_threads);
     msgs = mca_btl_ofi_getinfo(&msg_modes, enable_mpi_threads);
+    if (NULL != mca_btl_ofi_hint && !mca_btl_ofi_lists_name(filter.include[0], all, msgs)) {
+        fi_freeinfo(all);
+        fi_freeinfo(msgs);
+        mca_btl_ofi_hint_set(NULL);
+        all = mca_btl_ofi_getinfo(&all_modes, enable_mpi_threads);
+        msgs = mca_btl_ofi_getinfo(&msg_modes, enable_mpi_threads);
+    }
     if (!mca_btl_ofi_check_include(&filter, all, msgs) ||
         !mca_btl_ofi_check_domains(&filter, all, msgs)) {
         goto out;
@@ -1076,6 +1126,7 @@ struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads, char **passed_over
     opal_output_verbose(20, mca_btl_ofi_output, MCA_BTL_OFI_LOG "trying provider %s",
                         chosen->fabric_attr->prov_name);
 out:
+    mca_btl_ofi_hint_set(NULL);
     fi_freeinfo(all);
     fi_freeinfo(msgs);
     opal_argv_free(filter.include);
@@ -1090,8 +1141,12 @@ struct fi_info *mca_btl_ofi_discover_local(bool enable_mpi_threads, const char *
     char *names[2] = {(char *)provider, NULL};
     const mca_btl_ofi_filter_t filter = {.include = names};
     bool declined = false;
+    struct fi_info *chosen;
 
-    return mca_btl_ofi_select(&filter, enable_mpi_threads, &declined);
+    mca_btl_ofi_hint_set(names);
+    chosen = mca_btl_ofi_select(&filter, enable_mpi_threads, &declined);
+    mca_btl_ofi_hint_set(NULL);
+    return chosen;
 }
 
 int mca_btl_ofi_discover_nics(bool enable_mpi_threads, const struct fi_info *front,
@@ -1109,6 +1164,7 @@ int mca_btl_ofi_discover_nics(bool enable_mpi_threads, const struct fi_info *fro
         goto out;
     }
     opal_argv_append_nosize(&filter.skip_domains, front->domain_attr->name);
+    mca_btl_ofi_hint_set(provider);
     while (found < max) {
         struct fi_info *info = mca_btl_ofi_select(&filter, enable_mpi_threads, &declined);
 
@@ -1123,6 +1179,7 @@ int mca_btl_ofi_discover_nics(bool enable_mpi_threads, const struct fi_info *fro
         out[found++] = info;
     }
 out:
+    mca_btl_ofi_hint_set(NULL);
     opal_argv_free(filter.domain_include);
     opal_argv_free(filter.domain_exclude);
     opal_argv_free(filter.skip_domains);
