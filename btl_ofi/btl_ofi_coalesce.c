@@ -203,7 +203,8 @@ void mca_btl_ofi_coalesce_stop(mca_btl_ofi_module_t *module)
     module->co = NULL;
     module->co_progress = NULL;
     module->coalesce = false;
-    /* the endpoint is closed: what is left here will complete no more */
+    /* the endpoint is closed (a failed NIC's: never called again): what is left here will
+     * complete no more */
     mca_btl_ofi_co_list_free(&co->ready);
     mca_btl_ofi_co_list_free(&co->dead);
     OBJ_DESTRUCT(&co->lock);

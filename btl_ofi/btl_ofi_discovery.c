@@ -535,14 +535,13 @@ static const char *mca_btl_ofi_missing_caps(const char *name)
 static bool mca_btl_ofi_lists_name(const char *name, const struct fi_info *all,
                                    const struct fi_info *msgs)
 {
-    for (const struct fi_info *cur = all; cur; cur = cur->next) {
-        if (mca_btl_ofi_names(name, cur->fabric_attr->prov_name, false)) {
-            return true;
-        }
-    }
-    for (const struct fi_info *cur = msgs; cur; cur = cur->next) {
-        if (mca_btl_ofi_names(name, cur->fabric_attr->prov_name, false)) {
-            return true;
+    const struct fi_info *lists[] = {all, msgs};
+
+    for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); ++i) {
+        for (const struct fi_info *cur = lists[i]; cur; cur = cur->next) {
+            if (mca_btl_ofi_names(name, cur->fabric_attr->prov_name, false)) {
+                return true;
+            }
         }
     }
     return false;

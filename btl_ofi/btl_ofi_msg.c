@@ -231,7 +231,8 @@ void mca_btl_ofi_msg_stop(mca_btl_ofi_module_t *module)
     module->msg = NULL;
     module->msg_progress = NULL;
     mca_btl_ofi_msg_deregister(module);
-    /* the endpoint is closed: nothing completes into these any more */
+    /* the endpoint is closed (a failed NIC's: never called again): nothing completes into
+     * these any more */
     mca_btl_ofi_msg_free(msg);
 }
 
