@@ -45,6 +45,7 @@ TCP_41 = ["--mca", "btl", "self,tcp", "--mca", "osc", "pt2pt"]
 TCP_50 = ["--mca", "btl", "self,tcp", "--mca", "osc", "rdma"]
 PHASES = ["MPI_Init", "Win_create first", "Win_create later", "lock_all", "put",
           "unlock_all", "Win_free", "round", "loop"]
+ROWS = PHASES + ["peak RSS MiB", "btl-ofi endpoints"]  # what each table shows per count
 
 
 def run_one(np_, mca, rounds, component_path=None, prefix=None, extra_env=None):
@@ -118,7 +119,7 @@ def print_table(res, carried, counts, names, base, unit):
     head += " " + " ".join(f"{n + '/' + base:>13}" for n in names if n != base)
     print(head)
     for count in counts:
-        for ph in PHASES + ["peak RSS MiB", "btl-ofi endpoints"]:
+        for ph in ROWS:
             med = {n: statistics.median(res[(count, n, ph)]) for n in names}
             line = f"{count:>5} {ph:>17} " + " ".join(f"{med[n]:>11.3f}" for n in names)
             line += " " + " ".join(f"{med[n] / med[base]:>13.2f}" if med[base] > 0
@@ -223,22 +224,19 @@ def main_hosts(args, counts):
     return 0
 
 
-def fit_power(xs, ys):
-    """Least-squares ys = a * xs^b on logarithms: b, or None where a value is not > 0."""
-    if any(y <= 0 for y in ys):
-        return None
-    lx = [math.log(x) for x in xs]
-    ly = [math.log(y) for y in ys]
-    mx, my = statistics.fmean(lx), statistics.fmean(ly)
-    den = sum((x - mx) ** 2 for x in lx)
-    return sum((x - mx) * (y - my) for x, y in zip(lx, ly)) / den
-
-
 def fit_line(xs, ys):
     """Least-squares ys = c + d * xs: (c, d)."""
     mx, my = statistics.fmean(xs), statistics.fmean(ys)
     d = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
     return my - d * mx, d
+
+
+def fit_power(xs, ys):
+    """Least-squares ys = a * xs^b (a straight line on logarithms): b, or None where a value
+    is not > 0."""
+    if any(y <= 0 for y in ys):
+        return None
+    return fit_line([math.log(x) for x in xs], [math.log(y) for y in ys])[1]
 
 
 def print_fits(res, counts, names, base, unit):
@@ -248,7 +246,7 @@ def print_fits(res, counts, names, base, unit):
           f"one more")
     print(f"{'phase':>17} " + " ".join(f"{n + ' b':>9} {n + ' /' + unit[:-1]:>12}"
                                        for n in names))
-    for ph in PHASES + ["peak RSS MiB", "btl-ofi endpoints"]:
+    for ph in ROWS:
         cells, exps = [], {}
         for n in names:
             ys = [statistics.median(res[(count, n, ph)]) for count in counts]

@@ -78,14 +78,15 @@ ompi_source_version() {
     dpkg-query -W -f='${source:Version}' libopenmpi-dev 2>/dev/null
 }
 
-# apt_source_ompi DIR: the source of the installed Open MPI (apt-get source, a
-# deb-src entry for the mirror apt uses added where missing) unpacked in DIR; prints the
-# tree's path. Its log is DIR/source.log.
+# apt_source_ompi DIR [VERSION [SUITE]]: Open MPI's source (apt-get source, a deb-src
+# entry for SUITE on the mirror apt uses added where missing) unpacked in DIR; prints the
+# tree's path. By default the installed version from this system's suite. Its log is
+# DIR/source.log.
 apt_source_ompi() {
-    local dir=$1 version codename
-    version=$(ompi_source_version)
-    codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
-    if ensure_deb_src "$codename"; then apt-get update -qq; fi
+    local dir=$1 version=${2:-} suite=${3:-}
+    [ -n "$version" ] || version=$(ompi_source_version)
+    [ -n "$suite" ] || suite=$(. /etc/os-release && echo "$VERSION_CODENAME")
+    if ensure_deb_src "$suite"; then apt-get update -qq; fi
     mkdir -p "$dir"
     (cd "$dir" && apt-get source -qq "openmpi=$version" >"$dir/source.log" 2>&1) ||
         { tail -n 5 "$dir/source.log" >&2; return 1; }

@@ -60,13 +60,8 @@ fetch_ompi_source() {
     src_dir=$CACHE/openmpi-src/$version
     if [ ! -f "$src_dir/.complete" ]; then
         step "Open MPI $version source (apt-get source, $suite), for the headers Debian does not install" >&2
-        if ensure_deb_src "$suite"; then
-            apt-get update -qq
-        fi
         rm -rf "$src_dir"
-        mkdir -p "$src_dir"
-        if ! (cd "$src_dir" && apt-get source -qq "openmpi=$version" >"$src_dir.log" 2>&1); then
-            tail -n 5 "$src_dir.log" >&2
+        if ! apt_source_ompi "$src_dir" "$version" "$suite" >/dev/null; then
             echo "setup: apt-get source openmpi=$version failed: this machine's Debian mirror does not serve it" >&2
             rm -rf "$src_dir"
             return 1
