@@ -141,9 +141,11 @@ struct mca_btl_ofi_module_t {
     /** on a module beside the one Open MPI sees: the slot of its handle in that one's
      *  handles (1: node-local, 2..: further NICs); 0 on that one */
     int slot;
-    /** passes of progress that left this (network) module's CQ unread (btl_ofi_ops.c,
-     *  mca_btl_ofi_progress_beside) */
-    unsigned skipped_polls;
+    /** idle reads of this (network) module's CQ beside others (btl_ofi_ops.c,
+     *  mca_btl_ofi_progress_beside), CLOCK_MONOTONIC ns: what a quiet one costs (the least
+     *  of late, slowly rising), before when the next one waits, until when every pass reads
+     *  it */
+    uint64_t idle_read_ns, idle_read_next, eager_until;
 
     /* A NIC that fails while operations are in flight on it (btl_ofi_fault.c). */
     /** a network module: its operations are listed (posted) and a stall is looked into */
@@ -175,6 +177,15 @@ static inline double mca_btl_ofi_now(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/** CLOCK_MONOTONIC in nanoseconds (the pace of idle CQ reads: btl_ofi_ops.c). */
+static inline uint64_t mca_btl_ofi_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /** A module beside the one Open MPI sees, for the peers on this node (slot 1). */

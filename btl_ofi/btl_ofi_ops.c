@@ -255,27 +255,70 @@ int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module)
     return 0;
 }
 
-/* Every how many passes an idle network module's CQ is read beside a node-local one. */
-#define MCA_BTL_OFI_BESIDE_POLL_EVERY 8
+/* An idle network module's CQ beside others (nothing of this process's own in flight on it)
+ * is left unread for btl_ofi_idle_poll_ratio times what a quiet read of it costs, so those
+ * reads take at most 1/(ratio + 1) of a loop that waits, whatever one costs (a poll system
+ * call on tcp, a memory read on a NIC). A peer's operation that waits for this process's
+ * progress (tcp;ofi_rxm applies them at the target, and says nothing to it) makes the read
+ * that serves it cost MCA_BTL_OFI_IDLE_READ_BUSY times a quiet one or more (it receives
+ * and answers): every pass reads it then, until MCA_BTL_OFI_IDLE_READ_EAGER quiet reads'
+ * time goes by with nothing more. What a quiet read costs is the least a read cost lately:
+ * a cheaper read lowers it at once, a dearer one raises it by 1/256, so the reads that
+ * serve peers do not count as quiet while they come among quiet ones, and a cost that has
+ * grown for good is learnt within some hundred reads. MCA_BTL_OFI_IDLE_READ_MAX_NS bounds
+ * the pause. The clock is read at every pass that may skip (CLOCK_MONOTONIC, vDSO: tens of
+ * ns), so a process that calls progress seldom reads the CQ at each call. NOTES.txt 2c. */
+#define MCA_BTL_OFI_IDLE_READ_BUSY 3
+#define MCA_BTL_OFI_IDLE_READ_EAGER 64
+#define MCA_BTL_OFI_IDLE_READ_MAX_NS 20000u
 
-/* Reading module's CQ now, or (skippable) only at every MCA_BTL_OFI_BESIDE_POLL_EVERY-th
- * call while nothing of its own is in flight or waits to be posted. */
-static int mca_btl_ofi_progress_every(mca_btl_ofi_module_t *module, bool skippable)
+static bool mca_btl_ofi_module_busy(mca_btl_ofi_module_t *module)
 {
-    if (skippable && 0 == atomic_load_explicit(&module->outstanding, memory_order_relaxed) &&
-        opal_list_is_empty(&module->deferred) &&
-        ++module->skipped_polls < MCA_BTL_OFI_BESIDE_POLL_EVERY) {
+    return 0 != atomic_load_explicit(&module->outstanding, memory_order_relaxed) ||
+           !opal_list_is_empty(&module->deferred);
+}
+
+/* Reading module's CQ now, or (paced) at the pace above while nothing of its own is in
+ * flight or waits to be posted. */
+static int mca_btl_ofi_progress_every(mca_btl_ofi_module_t *module, bool paced)
+{
+    uint64_t before, after, cost, quiet, pause;
+    int events;
+
+    if (!paced || 0 == mca_btl_ofi_params.idle_poll_ratio || mca_btl_ofi_module_busy(module)) {
+        return mca_btl_ofi_progress_module(module);
+    }
+    before = mca_btl_ofi_now_ns();
+    if (before < module->idle_read_next && before >= module->eager_until) {
         return 0;
     }
-    module->skipped_polls = 0;
-    return mca_btl_ofi_progress_module(module);
+    events = mca_btl_ofi_progress_module(module);
+    after = mca_btl_ofi_now_ns();
+    cost = after - before;
+    quiet = module->idle_read_ns;
+    if (0 != events || mca_btl_ofi_module_busy(module)) {
+        module->eager_until = after + MCA_BTL_OFI_IDLE_READ_EAGER * quiet;
+        return events;
+    }
+    module->idle_read_ns = 0 == quiet || cost < quiet ? (0 != cost ? cost : 1)
+                                                      : quiet + quiet / 256 + 1;
+    if (0 != quiet && cost >= MCA_BTL_OFI_IDLE_READ_BUSY * quiet) {
+        mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_SERVING, 1);
+        module->eager_until = after + MCA_BTL_OFI_IDLE_READ_EAGER * quiet;
+        return events;
+    }
+    if (after >= module->eager_until) {
+        mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_PAUSES, 1);
+    }
+    pause = (uint64_t)mca_btl_ofi_params.idle_poll_ratio * module->idle_read_ns;
+    module->idle_read_next = after + (pause < MCA_BTL_OFI_IDLE_READ_MAX_NS
+                                          ? pause : MCA_BTL_OFI_IDLE_READ_MAX_NS);
+    return events;
 }
 
 int mca_btl_ofi_progress_beside(mca_btl_ofi_module_t *module)
 {
-    return mca_btl_ofi_progress_every(
-        module, NULL != module->local &&
-                    0 != atomic_load_explicit(&module->local->outstanding, memory_order_relaxed));
+    return mca_btl_ofi_progress_every(module, NULL != module->local);
 }
 
 int mca_btl_ofi_progress_nic(mca_btl_ofi_module_t *module)

@@ -215,12 +215,14 @@ int mca_btl_ofi_progress_wait(mca_btl_ofi_module_t *module);
 
 /**
  * Progress of the network module (without a node-local one beside it: at every call,
- * as mca_btl_ofi_progress_module). Beside its node-local one (module->local): while this
- * process waits for operations on the node-local domain only, the network CQ is read at
- * every MCA_BTL_OFI_BESIDE_POLL_EVERY-th pass; otherwise at every pass. Reading tcp's CQ
- * costs a system call, which an on-node operation's latency would pay at each pass of its
- * wait; a peer on another node that waits for this process meanwhile (its provider
- * applies operations in the target's progress) is served a few passes later.
+ * as mca_btl_ofi_progress_module). Beside its node-local one (module->local): at every
+ * call while this process has operations of its own on it, else at a pace: left unread
+ * for btl_ofi_idle_poll_ratio times what a quiet read costs, and read at every call again
+ * for a while after a read served a peer (it cost several times a quiet one) or returned
+ * completions. Reading tcp's CQ costs a system call, which an on-node operation's latency
+ * would pay at each pass of its wait, on either side; a peer on another node that waits
+ * for this process meanwhile (its provider applies operations in the target's progress)
+ * is served a pause later at most. NOTES.txt 2c.
  *
  * @retval the completions read (0 when skipped)
  */
@@ -228,8 +230,8 @@ int mca_btl_ofi_progress_beside(mca_btl_ofi_module_t *module);
 
 /**
  * Progress of a further NIC (module->front's nics): its CQ is read at every pass while it
- * has parts of a striped transfer in flight, else at every MCA_BTL_OFI_BESIDE_POLL_EVERY-th
- * (its only traffic is such parts, which are large: a few passes more do not show, and the
+ * has parts of a striped transfer in flight, else at the pace of mca_btl_ofi_progress_beside
+ * (its only traffic is such parts, which are large: a pause more does not show, and the
  * system call of each read stays out of small operations' latency).
  *
  * @retval the completions read (0 when skipped)

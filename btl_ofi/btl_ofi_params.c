@@ -107,6 +107,21 @@ static mca_btl_ofi_int_param_t mca_btl_ofi_int_params[] = {
         .value = &mca_btl_ofi_params.stripe_min,
     },
     {
+        .name = "idle_poll_ratio",
+        .help = "Where one process uses several domains (peers on this node over "
+                "btl_ofi_local_provider, further NICs): a network completion queue with "
+                "nothing of this process's own in flight is left unread for this many times "
+                "what one read of it costs (tcp: a system call; a NIC: a memory read), so its "
+                "reads take at most 1/(N+1) of a loop that waits for on-node operations. A "
+                "peer on another node whose operations this process's progress applies (tcp, "
+                "sockets) is served that much later at most, and at every pass while its "
+                "operations keep coming. 0: read at every pass",
+        .default_text = "8",
+        .min = 0,
+        .max = 1024,
+        .value = &mca_btl_ofi_params.idle_poll_ratio,
+    },
+    {
         .name = "nic_timeout",
         .help = "Seconds a NIC may complete nothing while operations wait on it before btl-ofi "
                 "takes it for failed: the operations on it fail (MPI returns an error) or, for "

@@ -102,6 +102,9 @@ typedef struct mca_btl_ofi_params_t {
     int put_coalesce;     /**< small puts gathered into messages: -1 auto (tcp), 0 never, 1 always */
     int put_coalesce_max; /**< the largest put that is gathered, in bytes */
     int stripe_min;       /**< puts and gets this large are split over the NICs; 0: never */
+    /** an idle network CQ beside other domains is left unread for this many times what a
+     *  read of it costs (btl_ofi_ops.c); 0: read at every pass */
+    int idle_poll_ratio;
     /** seconds without a completion, operations waiting, that mean a failed NIC; -1: 60
      *  where the provider progresses data itself, else never; 0: never (btl_ofi_fault.c) */
     int nic_timeout;

@@ -156,6 +156,18 @@ static const struct {
                                       "Parts of striped puts and gets whose NIC failed, posted "
                                       "again on the first NIC",
                                       MCA_BASE_PVAR_CLASS_COUNTER},
+    [MCA_BTL_OFI_CNT_CQ_PAUSES] = {"cq_pauses",
+                                   "Reads of a network completion queue with nothing of this "
+                                   "process's own in flight, beside a node-local or further "
+                                   "NIC's domain, that found nothing and were followed by a "
+                                   "pause without reads (btl_ofi_idle_poll_ratio)",
+                                   MCA_BASE_PVAR_CLASS_COUNTER},
+    [MCA_BTL_OFI_CNT_CQ_SERVING] = {"cq_serving_reads",
+                                    "Such reads that cost several times a quiet one: they "
+                                    "served a peer's operation that the provider applies in "
+                                    "this process's progress, and every pass reads the queue "
+                                    "for a while after",
+                                    MCA_BASE_PVAR_CLASS_COUNTER},
     [MCA_BTL_OFI_CNT_REFUSED] = {"refused_count",
                                  "Operations refused for a missing endpoint or registration handle "
                                  "or an address outside the registration",

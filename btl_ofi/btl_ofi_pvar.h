@@ -55,6 +55,8 @@ enum mca_btl_ofi_counter_id_t {
     MCA_BTL_OFI_CNT_PEERS,         /**< level: endpoints (address-vector entries) held */
     MCA_BTL_OFI_CNT_NIC_FAILURES,  /**< NICs taken for failed (btl_ofi_fault.c) */
     MCA_BTL_OFI_CNT_STRIPE_MOVED,  /**< parts of striped transfers moved off a failed NIC */
+    MCA_BTL_OFI_CNT_CQ_PAUSES,     /**< idle network CQ reads followed by a pause (btl_ofi_ops.c) */
+    MCA_BTL_OFI_CNT_CQ_SERVING,    /**< idle network CQ reads that served a peer (cost) */
     MCA_BTL_OFI_CNT_MAX,
 };
 

@@ -26,6 +26,9 @@ static void usage(const void *arg)
             "  -d DIR       uni (default) or bi\n"
             "  -j           JSON lines instead of a table\n"
             "  -r           exit 2 unless btl-ofi's counters moved for every row\n"
+            "  -g USEC      latency: rank 0 waits USEC microseconds before each operation,\n"
+            "               outside MPI and not timed (sporadic traffic: the target has gone\n"
+            "               quiet in between; default 0)\n"
             "  -y           more than 2 ranks: ranks 2.. stay idle (bystanders: a job across\n"
             "               nodes where ranks 0 and 1 share one, or not)\n"
             "exit codes: 0 done, 1 failure, 2 not carried by btl-ofi (-r), 77 not supported\n",
@@ -52,11 +55,16 @@ static int parse_opts(int argc, char **argv, void *arg)
         HARNESS_NAMED('d', HARNESS_OPT_CHOICE, &opt->bidir, dir_names, 2),
         HARNESS_FLAG('r', &opt->require_ofi, 1),
         HARNESS_FLAG('y', &opt->bystanders, 1),
+        HARNESS_ARG('g', HARNESS_OPT_INT, &opt->gap_us),
         {0},
     };
 
     bench_sweep_init(&opt->sweep);
     if (harness_getopt(argc, argv, table)) {
+        return -1;
+    }
+    if (opt->gap_us < 0) {
+        fprintf(stderr, "-g %d: the pause must be 0 or more microseconds\n", opt->gap_us);
         return -1;
     }
     return bench_sweep_done(&opt->sweep);
@@ -346,6 +354,7 @@ static void measure(bench_ctx_t *ctx, bench_run_t *r)
     const int fence = !latency && BENCH_SYNC_FENCE == ctx->opt.sync;
     const int directed = BENCH_DIRECTED == ctx->prog->mode; /* bulk data, not checked */
     const int active = 0 == ctx->rank || (directed && ctx->opt.bidir);
+    const double gap = latency ? 1e-6 * ctx->opt.gap_us : 0;
     ofi_pvars_t before, after;
     double t0 = 0;
 
@@ -363,6 +372,14 @@ static void measure(bench_ctx_t *ctx, bench_run_t *r)
     for (int i = 0; i < r->warmup + r->iters; ++i) {
         if (i == r->warmup) {
             t0 = MPI_Wtime();
+        }
+        if (gap > 0 && active) {
+            /* -g: the pause before the operation is not timed (nothing of MPI runs in it) */
+            const double g0 = MPI_Wtime();
+
+            while (MPI_Wtime() - g0 < gap) {
+            }
+            t0 += i >= r->warmup ? MPI_Wtime() - g0 : 0;
         }
         if (active) {
             const double p0 = latency ? 0 : MPI_Wtime();

@@ -81,6 +81,7 @@ typedef struct bench_opts {
     int bidir;
     int require_ofi;
     int bystanders; /* -y: ranks beyond 2 stay idle */
+    int gap_us;     /* -g: latency, untimed pause before each operation */
 } bench_opts_t;
 
 typedef struct bench_ctx {

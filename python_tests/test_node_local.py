@@ -17,6 +17,11 @@ may repeat. The counters say which domain carried what:
   - btl_<c>_local_atomics=network: no atomic over shm at all, puts still;
   - btl_<c>_local_provider=none: nothing over shm, the control variable
     btl_<c>_local_selected empty.
+Beside the shm domain, the tcp CQ is read at a pace while this process has
+nothing of its own in flight on it (btl_<c>_idle_poll_ratio, NOTES.txt 2c):
+every rank pauses it (cq_pauses), rank 0, whose counter the other node's
+ranks hammer over tcp, sees reads that served them (cq_serving_reads), and
+the sums stay exact; idle_poll_ratio=0 reads it at every pass (no pause).
 """
 
 import dataclasses
@@ -90,6 +95,23 @@ def test_node_peers_over_shm(two_per_host, tmp_path):
             assert far >= CHECK["rounds"] and near < CHECK["rounds"], \
                 f"rank {rank}: atomics {c}"
     assert "peers on this node over shm" in launch.stderr + launch.stdout
+    # the tcp CQ read at a pace beside shm, and the reads that served the other node's
+    # atomics on rank 0 told apart by their cost (exactness is checked above)
+    for rank, line in lines.items():
+        assert line["counters"]["cq_pauses"] > 0, \
+            f"rank {rank}: the tcp CQ beside shm was never paused: {line['counters']}"
+    assert lines[0]["counters"]["cq_serving_reads"] > 0, \
+        f"rank 0: no read of its tcp CQ was taken for serving the other node's " \
+        f"{CHECK['rounds']} x 2 fetch_and_op: {lines[0]['counters']}"
+
+
+def test_idle_poll_every_pass(two_per_host, tmp_path):
+    _, lines = _run(two_per_host, tmp_path, ours={"idle_poll_ratio": 0})
+    for rank, line in lines.items():
+        c = line["counters"]
+        assert c["cq_pauses"] == 0 and c["cq_serving_reads"] == 0, \
+            f"rank {rank}: idle_poll_ratio=0, yet {c}"
+        assert c["local_put_count"] >= PER_HOST, f"rank {rank}: puts {c}"
 
 
 def test_node_atomics_over_network(two_per_host, tmp_path):
