@@ -281,9 +281,8 @@ mca_btl_ofi_component_init(int *num_btls, bool enable_progress_threads, bool ena
  * component's progress on every pass of every program, one-sided or not. */
 static bool mca_btl_ofi_component_idle(mca_btl_ofi_module_t *module)
 {
-    return 0 == atomic_load_explicit(&module->outstanding, memory_order_relaxed) &&
-           0 == atomic_load_explicit(&module->remote_regs, memory_order_relaxed) &&
-           opal_list_is_empty(&module->deferred);
+    return !mca_btl_ofi_module_busy(module) &&
+           0 == atomic_load_explicit(&module->remote_regs, memory_order_relaxed);
 }
 
 static int mca_btl_ofi_component_progress(void)

@@ -188,6 +188,13 @@ static inline uint64_t mca_btl_ofi_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/** Operations of this module's own in flight, or waiting to be posted again. */
+static inline bool mca_btl_ofi_module_busy(mca_btl_ofi_module_t *module)
+{
+    return 0 != atomic_load_explicit(&module->outstanding, memory_order_relaxed) ||
+           !opal_list_is_empty(&module->deferred);
+}
+
 /** A module beside the one Open MPI sees, for the peers on this node (slot 1). */
 static inline bool mca_btl_ofi_node_local(const mca_btl_ofi_module_t *module)
 {

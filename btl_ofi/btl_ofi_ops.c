@@ -272,12 +272,6 @@ int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module)
 #define MCA_BTL_OFI_IDLE_READ_EAGER 64
 #define MCA_BTL_OFI_IDLE_READ_MAX_NS 20000u
 
-static bool mca_btl_ofi_module_busy(mca_btl_ofi_module_t *module)
-{
-    return 0 != atomic_load_explicit(&module->outstanding, memory_order_relaxed) ||
-           !opal_list_is_empty(&module->deferred);
-}
-
 /* Reading module's CQ now, or (paced) at the pace above while nothing of its own is in
  * flight or waits to be posted. */
 static int mca_btl_ofi_progress_every(mca_btl_ofi_module_t *module, bool paced)
