@@ -170,15 +170,6 @@ struct mca_btl_ofi_module_t {
     mca_btl_base_module_error_cb_fn_t error_cb;
 };
 
-/** CLOCK_MONOTONIC in seconds (finalize's bounded drain, a NIC's stall: btl_ofi_fault.c). */
-static inline double mca_btl_ofi_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /** CLOCK_MONOTONIC in nanoseconds (the pace of idle CQ reads: btl_ofi_ops.c). */
 static inline uint64_t mca_btl_ofi_now_ns(void)
 {
@@ -186,6 +177,12 @@ static inline uint64_t mca_btl_ofi_now_ns(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/** CLOCK_MONOTONIC in seconds (finalize's bounded drain, a NIC's stall: btl_ofi_fault.c). */
+static inline double mca_btl_ofi_now(void)
+{
+    return 1e-9 * (double)mca_btl_ofi_now_ns();
 }
 
 /** Operations of this module's own in flight, or waiting to be posted again. */

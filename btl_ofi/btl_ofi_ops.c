@@ -277,6 +277,7 @@ int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module)
 static int mca_btl_ofi_progress_every(mca_btl_ofi_module_t *module, bool paced)
 {
     uint64_t before, after, cost, quiet, pause;
+    bool moved, served = false;
     int events;
 
     if (!paced || 0 == mca_btl_ofi_params.idle_poll_ratio || mca_btl_ofi_module_busy(module)) {
@@ -290,14 +291,16 @@ static int mca_btl_ofi_progress_every(mca_btl_ofi_module_t *module, bool paced)
     after = mca_btl_ofi_now_ns();
     cost = after - before;
     quiet = module->idle_read_ns;
-    if (0 != events || mca_btl_ofi_module_busy(module)) {
-        module->eager_until = after + MCA_BTL_OFI_IDLE_READ_EAGER * quiet;
-        return events;
+    moved = 0 != events || mca_btl_ofi_module_busy(module);
+    if (!moved) {
+        module->idle_read_ns = 0 == quiet || cost < quiet ? (0 != cost ? cost : 1)
+                                                          : quiet + quiet / 256 + 1;
+        served = 0 != quiet && cost >= MCA_BTL_OFI_IDLE_READ_BUSY * quiet;
+        if (served) {
+            mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_SERVING, 1);
+        }
     }
-    module->idle_read_ns = 0 == quiet || cost < quiet ? (0 != cost ? cost : 1)
-                                                      : quiet + quiet / 256 + 1;
-    if (0 != quiet && cost >= MCA_BTL_OFI_IDLE_READ_BUSY * quiet) {
-        mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_SERVING, 1);
+    if (moved || served) {
         module->eager_until = after + MCA_BTL_OFI_IDLE_READ_EAGER * quiet;
         return events;
     }

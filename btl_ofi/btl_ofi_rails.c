@@ -248,7 +248,8 @@ static int mca_btl_ofi_stripe_post(mca_btl_ofi_part_t *part, bool wait)
 /* A part that its NIC's failure ended (status OPAL_ERR_UNREACH, whether the failure came
  * while the part was in flight or before it was posted): that NIC's provider is stopped
  * (btl_ofi_fault.h) and nothing of the part moves there any more, so the first NIC carries
- * it again (the same bytes to the same place). The status of that post, or status where the part stays. */
+ * it again (the same bytes to the same place). The status of that post, or status where the
+ * part stays. */
 static int mca_btl_ofi_stripe_move(mca_btl_ofi_part_t *part, int status)
 {
     mca_btl_ofi_stripe_t *stripe = part->stripe;
