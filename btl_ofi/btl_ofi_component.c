@@ -296,12 +296,12 @@ static int mca_btl_ofi_component_progress(void)
     if (NULL == module->local && 0 == module->nic_count) {
         return mca_btl_ofi_component_idle(module) ? 0 : mca_btl_ofi_progress_module(module);
     }
-    events = 0;
-    if (NULL != module->local && !mca_btl_ofi_component_idle(module->local)) {
-        events += mca_btl_ofi_progress_module(module->local);
-    }
-    if (!mca_btl_ofi_component_idle(module)) {
-        events += mca_btl_ofi_progress_beside(module);
+    if (NULL != module->local) {
+        events = mca_btl_ofi_progress_with_local(module,
+                                                 !mca_btl_ofi_component_idle(module->local),
+                                                 !mca_btl_ofi_component_idle(module));
+    } else {
+        events = mca_btl_ofi_component_idle(module) ? 0 : mca_btl_ofi_progress_beside(module);
     }
     for (int i = 0; i < module->nic_count; ++i) {
         if (!mca_btl_ofi_component_idle(module->nics[i])) {

@@ -266,48 +266,69 @@ int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module)
  * a cheaper read lowers it at once, a dearer one raises it by 1/256, so the reads that
  * serve peers do not count as quiet while they come among quiet ones, and a cost that has
  * grown for good is learnt within some hundred reads. MCA_BTL_OFI_IDLE_READ_MAX_NS bounds
- * the pause. The clock is read at every pass that may skip (CLOCK_MONOTONIC, vDSO: tens of
- * ns), so a process that calls progress seldom reads the CQ at each call. NOTES.txt 2c. */
+ * the pause; the pause is that bound while the node-local domain is at work (operations of
+ * this process's own in flight on it, or a read of it that served an on-node peer within
+ * MCA_BTL_OFI_IDLE_READ_EAGER of its quiet reads' time, told the same way): an on-node
+ * operation takes a microsecond or so, and a network read in its wait, on either side,
+ * costs it more than the read's own time. The clock is read at every pass that may skip
+ * (CLOCK_MONOTONIC, vDSO: tens of ns), so a process that calls progress seldom reads the
+ * CQ at each call. NOTES.txt 2c. */
 #define MCA_BTL_OFI_IDLE_READ_BUSY 3
 #define MCA_BTL_OFI_IDLE_READ_EAGER 64
 #define MCA_BTL_OFI_IDLE_READ_MAX_NS 20000u
 
-/* Reading module's CQ now, or (paced) at the pace above while nothing of its own is in
- * flight or waits to be posted. */
-static int mca_btl_ofi_progress_every(mca_btl_ofi_module_t *module, bool paced)
+/* A read of module's CQ that took cost ns, and moved (returned something, or left
+ * operations of its own in flight): learns what a quiet read costs, and keeps every pass
+ * reading it (eager_until) after one that moved or served a peer. @return whether it served
+ * a peer (told by its cost) */
+static bool mca_btl_ofi_read_cost(mca_btl_ofi_module_t *module, uint64_t after, uint64_t cost,
+                                  bool moved)
 {
-    uint64_t before, after, cost, quiet, pause;
-    bool moved, served = false;
+    uint64_t quiet = module->idle_read_ns;
+    bool served = false;
+
+    if (!moved) {
+        module->idle_read_ns = 0 == quiet || cost < quiet ? (0 != cost ? cost : 1)
+                                                          : quiet + quiet / 256 + 1;
+        served = 0 != quiet && cost >= MCA_BTL_OFI_IDLE_READ_BUSY * quiet;
+    }
+    if (moved || served) {
+        module->eager_until = after + MCA_BTL_OFI_IDLE_READ_EAGER * quiet;
+    }
+    return served;
+}
+
+/* Reading module's CQ now, or (paced) at the pace above while nothing of its own is in
+ * flight or waits to be posted; now: the clock read just before (0: read it here). */
+static int mca_btl_ofi_progress_every(mca_btl_ofi_module_t *module, bool paced, uint64_t now)
+{
+    mca_btl_ofi_module_t *local = module->local;
+    uint64_t before, after, pause;
+    bool moved;
     int events;
 
     if (!paced || 0 == mca_btl_ofi_params.idle_poll_ratio || mca_btl_ofi_module_busy(module)) {
         return mca_btl_ofi_progress_module(module);
     }
-    before = mca_btl_ofi_now_ns();
+    before = 0 != now ? now : mca_btl_ofi_now_ns();
     if (before < module->idle_read_next && before >= module->eager_until) {
         return 0;
     }
     events = mca_btl_ofi_progress_module(module);
     after = mca_btl_ofi_now_ns();
-    cost = after - before;
-    quiet = module->idle_read_ns;
     moved = 0 != events || mca_btl_ofi_module_busy(module);
-    if (!moved) {
-        module->idle_read_ns = 0 == quiet || cost < quiet ? (0 != cost ? cost : 1)
-                                                          : quiet + quiet / 256 + 1;
-        served = 0 != quiet && cost >= MCA_BTL_OFI_IDLE_READ_BUSY * quiet;
-        if (served) {
-            mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_SERVING, 1);
-        }
+    if (mca_btl_ofi_read_cost(module, after, after - before, moved)) {
+        mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_SERVING, 1);
     }
-    if (moved || served) {
-        module->eager_until = after + MCA_BTL_OFI_IDLE_READ_EAGER * quiet;
+    if (after < module->eager_until) {
         return events;
     }
-    if (after >= module->eager_until) {
-        mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_PAUSES, 1);
-    }
+    mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_PAUSES, 1);
     pause = (uint64_t)mca_btl_ofi_params.idle_poll_ratio * module->idle_read_ns;
+    if (NULL != local && (after < local->eager_until || mca_btl_ofi_module_busy(local))) {
+        mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_LONG_PAUSES, 1);
+        pause = MCA_BTL_OFI_IDLE_READ_MAX_NS;
+    }
     module->idle_read_next = after + (pause < MCA_BTL_OFI_IDLE_READ_MAX_NS
                                           ? pause : MCA_BTL_OFI_IDLE_READ_MAX_NS);
     return events;
@@ -315,12 +336,34 @@ static int mca_btl_ofi_progress_every(mca_btl_ofi_module_t *module, bool paced)
 
 int mca_btl_ofi_progress_beside(mca_btl_ofi_module_t *module)
 {
-    return mca_btl_ofi_progress_every(module, NULL != module->local);
+    return mca_btl_ofi_progress_every(module, NULL != module->local, 0);
+}
+
+int mca_btl_ofi_progress_with_local(mca_btl_ofi_module_t *module, bool local_too,
+                                    bool network_too)
+{
+    mca_btl_ofi_module_t *local = module->local;
+    uint64_t before, after = 0;
+    int events = 0;
+
+    if (local_too && 0 == mca_btl_ofi_params.idle_poll_ratio) {
+        events = mca_btl_ofi_progress_module(local);
+    } else if (local_too) {
+        before = mca_btl_ofi_now_ns();
+        events = mca_btl_ofi_progress_module(local);
+        after = mca_btl_ofi_now_ns();
+        (void)mca_btl_ofi_read_cost(local, after, after - before,
+                                    0 != events || mca_btl_ofi_module_busy(local));
+    }
+    if (network_too) {
+        events += mca_btl_ofi_progress_every(module, true, after);
+    }
+    return events;
 }
 
 int mca_btl_ofi_progress_nic(mca_btl_ofi_module_t *module)
 {
-    return mca_btl_ofi_progress_every(module, true);
+    return mca_btl_ofi_progress_every(module, true, 0);
 }
 
 int mca_btl_ofi_progress_family(mca_btl_ofi_module_t *front, const mca_btl_ofi_module_t *except)

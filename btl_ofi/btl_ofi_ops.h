@@ -229,6 +229,19 @@ int mca_btl_ofi_progress_wait(mca_btl_ofi_module_t *module);
 int mca_btl_ofi_progress_beside(mca_btl_ofi_module_t *module);
 
 /**
+ * Progress of the network module and its node-local one (module->local) in one pass: the
+ * node-local CQ first (local_too), read at every call and timed, then the network CQ
+ * (network_too) as mca_btl_ofi_progress_beside does, but left unread for the longest pause
+ * while the node-local domain is at work (operations of this process's own in flight on
+ * it, or a read of it lately that served an on-node peer: it cost several times a quiet
+ * one). NOTES.txt 2c.
+ *
+ * @retval the completions read on both
+ */
+int mca_btl_ofi_progress_with_local(mca_btl_ofi_module_t *module, bool local_too,
+                                    bool network_too);
+
+/**
  * Progress of a further NIC (module->front's nics): its CQ is read at every pass while it
  * has parts of a striped transfer in flight, else at the pace of mca_btl_ofi_progress_beside
  * (its only traffic is such parts, which are large: a pause more does not show, and the

@@ -168,6 +168,12 @@ static const struct {
                                     "this process's progress, and every pass reads the queue "
                                     "for a while after",
                                     MCA_BASE_PVAR_CLASS_COUNTER},
+    [MCA_BTL_OFI_CNT_CQ_LONG_PAUSES] = {"cq_long_pauses",
+                                        "Of the pauses of cq_pauses, those made the longest "
+                                        "(20 us) because the node-local domain was at work: "
+                                        "operations of this process's own in flight on it, or "
+                                        "a read of it lately that served an on-node peer",
+                                        MCA_BASE_PVAR_CLASS_COUNTER},
     [MCA_BTL_OFI_CNT_REFUSED] = {"refused_count",
                                  "Operations refused for a missing endpoint or registration handle "
                                  "or an address outside the registration",

@@ -22,7 +22,8 @@ import numpy as np
 from mpi4py import MPI
 
 COUNTERS = ("put_count", "get_count", "atomic_count", "local_put_count", "local_get_count",
-            "local_atomic_count", "local_peers", "cq_pauses", "cq_serving_reads")
+            "local_atomic_count", "local_peers", "cq_pauses", "cq_serving_reads",
+            "cq_long_pauses")
 
 
 def _stamp(rank):

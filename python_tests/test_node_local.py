@@ -100,6 +100,13 @@ def test_node_peers_over_shm(two_per_host, tmp_path):
     for rank, line in lines.items():
         assert line["counters"]["cq_pauses"] > 0, \
             f"rank {rank}: the tcp CQ beside shm was never paused: {line['counters']}"
+    # while the node-local domain is at work (the pair hammers rank 0's counter over shm:
+    # rank 1's own operations in flight, rank 0's shm reads that serve them) the pause is
+    # the longest
+    for rank in range(PER_HOST):
+        c = lines[rank]["counters"]
+        assert 0 < c["cq_long_pauses"] <= c["cq_pauses"], \
+            f"rank {rank}: no long pause of the tcp CQ while shm was at work: {c}"
     assert lines[0]["counters"]["cq_serving_reads"] > 0, \
         f"rank 0: no read of its tcp CQ was taken for serving the other node's " \
         f"{CHECK['rounds']} fetch_and_op and accumulate each: {lines[0]['counters']}"
@@ -109,7 +116,8 @@ def test_idle_poll_every_pass(two_per_host, tmp_path):
     _, lines = _run(two_per_host, tmp_path, ours={"idle_poll_ratio": 0})
     for rank, line in lines.items():
         c = line["counters"]
-        assert c["cq_pauses"] == 0 and c["cq_serving_reads"] == 0, \
+        assert c["cq_pauses"] == 0 and c["cq_serving_reads"] == 0 and \
+            c["cq_long_pauses"] == 0, \
             f"rank {rank}: idle_poll_ratio=0, yet {c}"
         assert c["local_put_count"] >= PER_HOST, f"rank {rank}: puts {c}"
 
