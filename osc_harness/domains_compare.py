@@ -9,6 +9,11 @@ network (btl_<c>_local_provider). osc_latency between ranks 0 and 1
 (lock_all + flush per operation, Win_create), ranks 2 and 3 idle (-y) where
 the job has four:
   1-node shm        2 ranks on one host, provider shm: the reference
+  2-host shm        the job of the rails rows below (4 ranks, 2 per host, btl/tcp's thread)
+                    over provider shm alone: no network domain to read at all. shm reaches
+                    every rank only because these host namespaces share one machine's
+                    memory and processes; the row is what the job's shape costs here (four
+                    processes and their daemons on two cores), the best the rails can do
   on-node rails     4 ranks, 2 per host, ranks 0 and 1 on one host, provider
                     tcp;ofi_rxm: btl-ofi carries the pair over shm
   on-node rails, tcp thread   the same with btl_tcp_progress_thread=1: Open MPI's
@@ -24,7 +29,8 @@ Each also runs osc_latency -g 200 (put, get, fop of 8 bytes, 200 us untimed befo
 the target has gone quiet, so a network CQ read at a pace (btl_<c>_idle_poll_ratio,
 NOTES.txt 2c) is where a pause would show): rows lat_us_after_200us.
 Targets printed (the issue's): on-node rails (also with the tcp thread) within 1.1x of
-1-node shm; off-node rails within 1.1x of off-node net (unchanged), steady and sporadic.
+1-node shm; off-node rails within 1.1x of off-node net (unchanged), steady and sporadic;
+and on-node rails with the tcp thread within 1.1x of 2-host shm (the same job's shape).
 
 --mode stripes: large puts and gets over two NICs (btl_<c>_stripe_min). The
 hosts get two veth interfaces each on subnets of their own, each shaped to
@@ -94,6 +100,8 @@ class Config:
 NODE_LOCAL = {
     "configs": [
         Config("1-node shm", 2, 1, "shm", {}),
+        Config("2-host shm", 4, 2, "shm", {}, {"btl_tcp_progress_thread": "1"},
+               unlike=RAILS_LINE),
         Config("on-node rails", 4, 2, NET, {}, line=RAILS_LINE),
         Config("on-node rails, tcp thread", 4, 2, NET, {}, {"btl_tcp_progress_thread": "1"},
                line=RAILS_LINE),
@@ -114,6 +122,7 @@ NODE_LOCAL = {
     # (a, b, metric, sizes (None: all), highest ratio a/b allowed, lowest)
     "targets": [("on-node rails", "1-node shm", "lat_us", None, 1.1, None),
                 ("on-node rails, tcp thread", "1-node shm", "lat_us", None, 1.1, None),
+                ("on-node rails, tcp thread", "2-host shm", "lat_us", None, 1.1, None),
                 ("off-node rails", "off-node net", "lat_us", None, 1.1, None),
                 ("off-node rails", "off-node net", f"lat_us_after_{GAP_US}us", None, 1.1,
                  None)],
