@@ -227,14 +227,15 @@ static void header(bench_ctx_t *ctx)
     if (o->sweep.json) {
         printf("{\"bench\": \"%s\", \"meta\": true, \"what\": \"%s\", \"window\": \"%s\", "
                "\"sync\": \"%s\", \"direction\": \"%s\", \"ops_per_sync\": %d, "
-               "\"btl_ofi_so\": \"%s\", \"btl_ofi_counters\": %s}\n",
+               "\"btl_ofi_so\": \"%s\", \"btl_ofi_counters\": %s, \"pair_one_node\": %s}\n",
                ctx->prog->name, what, flavor_names[o->flavor], sync_names[o->sync],
                dir_names[o->bidir], o->sweep.window, ctx->btl_ofi_so,
-               now.present ? "true" : "false");
+               now.present ? "true" : "false", ctx->pair_one_node ? "true" : "false");
     } else {
         printf("# %s: %s\n", ctx->prog->name, what);
-        printf("# 2 ranks, %s window; btl-ofi counters %s; btl-ofi DSO: %s\n",
-               flavor_names[o->flavor], now.present ? "present" : "absent",
+        printf("# 2 ranks (%s), %s window; btl-ofi counters %s; btl-ofi DSO: %s\n",
+               ctx->pair_one_node ? "one node" : "two nodes", flavor_names[o->flavor],
+               now.present ? "present" : "absent",
                ctx->btl_ofi_so[0] ? ctx->btl_ofi_so : "(not loaded)");
         ctx->columns = 1;
         ctx->prog->row(ctx, &none);
@@ -524,5 +525,15 @@ int bench_main(int argc, char **argv, const bench_prog_t *prog)
         harness_set_comm(ctx.comm);
     }
     ctx.peer = 1 - ctx.rank;
+    {
+        MPI_Comm node;
+        int node_size = 0;
+
+        /* said in the meta record: a run across hosts shows where the pair it measured was */
+        MPI_Comm_split_type(ctx.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+        MPI_Comm_size(node, &node_size);
+        MPI_Comm_free(&node);
+        ctx.pair_one_node = 2 == node_size;
+    }
     return harness_run(size > 2 ? bench_run_released : bench_run, &ctx);
 }

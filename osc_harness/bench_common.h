@@ -97,6 +97,7 @@ typedef struct bench_ctx {
     char *origin;         /* source / destination buffer, win_len bytes; cas: desired, compare */
     int64_t *result;      /* fetched values */
     char btl_ofi_so[512]; /* which mca_btl_ofi.so this process mapped, "" if none */
+    int pair_one_node;    /* ranks 0 and 1 share a node (MPI_COMM_TYPE_SHARED) */
 } bench_ctx_t;
 
 /**
