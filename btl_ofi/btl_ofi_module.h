@@ -144,7 +144,8 @@ struct mca_btl_ofi_module_t {
     /** idle reads of this (network) module's CQ beside others (btl_ofi_ops.c,
      *  mca_btl_ofi_progress_beside), CLOCK_MONOTONIC ns: what a quiet one costs (the least
      *  of late, slowly rising), before when the next one waits, until when every pass reads
-     *  it */
+     *  it. On the node-local module (mca_btl_ofi_progress_with_local): what a quiet read of
+     *  its CQ costs, and until when it counts as at work (idle_read_next unused) */
     uint64_t idle_read_ns, idle_read_next, eager_until;
 
     /* A NIC that fails while operations are in flight on it (btl_ofi_fault.c). */
