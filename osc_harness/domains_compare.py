@@ -237,14 +237,14 @@ def one_run(cfg, bench, hosts, outdir, iters):
     if cfg.unlike and cfg.unlike in out + err:
         problems.append(f"'{cfg.unlike}' printed")
     meta, rows = compare.parse_records(out)
-    # where the measured pair was (osc_latency and osc_bw say it): on one host unless the
-    # configuration spreads ranks over hosts by node
-    # (this build's programs say it; MPICH's, built by install-mpis.sh, may predate it)
-    apart = cfg.map_by == "node" or (cfg.nranks == 2 and cfg.nhosts == 2)
-    if meta and ("pair_one_node" in meta or cfg.mpich is None) and \
-            meta.get("pair_one_node") is not (not apart):
-        problems.append(f"ranks 0 and 1 on {'one node' if meta.get('pair_one_node') else 'two nodes'}"
-                        f", expected {'two nodes' if apart else 'one node'}")
+    # where the measured pair was (osc_latency's and osc_bw's meta record): on one host unless
+    # the configuration spreads ranks over hosts by node or has one rank per host. This
+    # build's programs must say it; MPICH's (install-mpis.sh) may predate it.
+    one_node = not (cfg.map_by == "node" or (cfg.nranks == 2 and cfg.nhosts == 2))
+    said = meta.get("pair_one_node")
+    if meta and (said is not None or cfg.mpich is None) and said is not one_node:
+        problems.append(f"ranks 0 and 1 on {'one node' if said else 'two nodes'}, expected "
+                        f"{'one node' if one_node else 'two nodes'}")
     return {(label, r["op"], int(r["size"])): float(r[metric]) for r in rows if metric in r}, \
         problems, sent
 
