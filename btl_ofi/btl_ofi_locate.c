@@ -190,6 +190,24 @@ static int mca_btl_ofi_locate_refuse(struct mca_btl_base_endpoint_t *endpoint, u
     return OPAL_ERR_BAD_PARAM;
 }
 
+int mca_btl_ofi_locate_own(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoint_t *endpoint,
+                           uint64_t address, size_t size, mca_btl_ofi_target_t *target)
+{
+    mca_btl_base_registration_handle_t handle;
+
+    if (0 != opal_compare_proc(endpoint->proc->proc_name, opal_proc_local_get()->proc_name)) {
+        return mca_btl_ofi_locate_refuse(endpoint, address, size, "no registration handle");
+    }
+    if (!mca_btl_ofi_reg_own(module, address, size, &handle)) {
+        return mca_btl_ofi_locate_refuse(endpoint, address, size,
+                                         "no registration handle, and no registration of this "
+                                         "process's private memory covers it");
+    }
+    mca_btl_ofi_count(MCA_BTL_OFI_CNT_SELF_SERVED, 1);
+    mca_btl_ofi_target_in(module, &handle, address, target);
+    return OPAL_SUCCESS;
+}
+
 /* Send the question of a slot just taken (under no lock). */
 static int mca_btl_ofi_locate_ask(mca_btl_ofi_module_t *module,
                                   struct mca_btl_base_endpoint_t *endpoint, uint64_t address,

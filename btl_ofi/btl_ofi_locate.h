@@ -38,6 +38,25 @@ int mca_btl_ofi_locate(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoin
                        uint64_t address, size_t size, mca_btl_ofi_target_t *target);
 
 /**
+ * An access that came without a registration handle. osc/rdma 4.1, in a job on one node,
+ * takes the memory of this rank itself in a Win_create window, and of every rank in a
+ * Win_allocate window, for local: it calls compare-and-swap on it with no handle first
+ * (open-mpi/ompi#7967) and on refusal does it with plain loads and stores under its
+ * accumulate lock. The other ranks' compare-and-swaps on this rank's Win_create memory come
+ * with a handle and take no lock: the provider applies them, a NIC or a provider thread
+ * while this rank makes no call, and a plain load-compare-store between them loses one
+ * (NOTES.txt section 6). So an access to this process's own memory is served through its
+ * own registration that covers it, where that memory is private to this process; every
+ * other one is refused as before (osc/rdma's Win_allocate segment is shared: there every
+ * rank's compare-and-swap takes the local path, consistently).
+ *
+ * @retval OPAL_SUCCESS *target set (counted in btl_ofi_self_served);
+ *         OPAL_ERR_BAD_PARAM refused (counted in btl_ofi_refused_count)
+ */
+int mca_btl_ofi_locate_own(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoint_t *endpoint,
+                           uint64_t address, size_t size, mca_btl_ofi_target_t *target);
+
+/**
  * Where a remote access lands: the address libfabric takes (virtual, or an
  * offset from the registered base) and the key.
  *
@@ -45,9 +64,8 @@ int mca_btl_ofi_locate(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoin
  *                (osc/rdma may be rewriting it: NOTES.txt section 3c)
  * @param address (IN) the peer's virtual address of the access, size bytes long
  *
- * No handle is refused: osc/rdma 4.1 calls compare-and-swap on node-local
- * Win_allocate windows with none (open-mpi/ompi#7967), and the refusal sends it
- * down its local path.
+ * Without a handle (osc/rdma 4.1 in a job on one node, for memory it takes for
+ * local: open-mpi/ompi#7967) see mca_btl_ofi_locate_own.
  *
  * @retval OPAL_SUCCESS, OPAL_ERR_OUT_OF_RESOURCE (try again after progress) or
  *         OPAL_ERR_BAD_PARAM (refused; counted in btl_ofi_refused_count)
@@ -61,12 +79,16 @@ static inline int mca_btl_ofi_remote_target(const mca_btl_ofi_module_t *module,
     mca_btl_base_registration_handle_t handle;
     bool covered;
 
-    if (OPAL_UNLIKELY(NULL == endpoint || NULL == remote)) {
+    if (OPAL_UNLIKELY(NULL == endpoint)) {
         mca_btl_ofi_count(MCA_BTL_OFI_CNT_REFUSED, 1);
         return OPAL_ERR_BAD_PARAM;
     }
     if (OPAL_UNLIKELY(atomic_load_explicit(&module->failed, memory_order_relaxed))) {
         return OPAL_ERR_UNREACH; /* its NIC failed (btl_ofi_fault.c) */
+    }
+    if (OPAL_UNLIKELY(NULL == remote)) {
+        return mca_btl_ofi_locate_own((mca_btl_ofi_module_t *)module, endpoint, address, size,
+                                      target);
     }
     mca_btl_ofi_handle_read(remote, &handle);
     covered = mca_btl_ofi_handle_covers(&handle, address, size) && !mca_btl_ofi_inject_stale();

@@ -14,6 +14,7 @@
 
 #include "btl_ofi_mr.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "btl_ofi_rcache.h"
@@ -29,6 +30,7 @@ static void mca_btl_ofi_reg_construct(mca_btl_ofi_reg_t *reg)
     memset(reg->rail_reg, 0, sizeof(reg->rail_reg));
     reg->cached = false;
     reg->remote = false;
+    reg->own_private = 0;
     reg->gone = false;
     reg->users = 0;
 }
@@ -257,15 +259,58 @@ mca_btl_ofi_reg_t *mca_btl_ofi_reg_find(mca_btl_ofi_module_t *module, uint64_t k
     return reg;
 }
 
-bool mca_btl_ofi_reg_covering(mca_btl_ofi_module_t *module, uint64_t address, size_t size,
-                              mca_btl_base_registration_handle_t *handle)
+/* Whether every page of [base, base + len) lies in a mapping private to this process
+ * (/proc/self/maps: the permissions' fourth letter is 'p', not 's'). false when it cannot
+ * be told. */
+static bool mca_btl_ofi_memory_private(uint64_t base, uint64_t len)
+{
+    FILE *maps = fopen("/proc/self/maps", "r");
+    uint64_t at = base, end = base + len;
+    bool private_so_far = true;
+    char line[512];
+
+    if (NULL == maps) {
+        return false;
+    }
+    while (private_so_far && at < end && NULL != fgets(line, sizeof(line), maps)) {
+        unsigned long lo, hi;
+        char perms[8];
+        bool whole = NULL != strchr(line, '\n');
+
+        while (!whole) { /* a long path: the rest of the line is not a mapping */
+            char rest[256];
+
+            whole = NULL == fgets(rest, sizeof(rest), maps) || NULL != strchr(rest, '\n');
+        }
+        if (3 != sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) || hi <= at) {
+            continue;
+        }
+        /* the mappings come in address order: one that starts past `at` leaves a hole */
+        private_so_far = lo <= at && strlen(perms) >= 4 && 'p' == perms[3];
+        at = hi;
+    }
+    fclose(maps);
+    return private_so_far && at >= end;
+}
+
+/* The first live registration that covers [address, address + size); with own_private, only
+ * one for peers' access whose memory is private to this process. */
+static bool mca_btl_ofi_reg_scan(mca_btl_ofi_module_t *module, uint64_t address, size_t size,
+                                 bool own_private, mca_btl_base_registration_handle_t *handle)
 {
     mca_btl_ofi_reg_t *reg;
     bool found = false;
 
     OPAL_THREAD_LOCK(&module->reg_lock);
     OPAL_LIST_FOREACH (reg, &module->live_regs, mca_btl_ofi_reg_t) {
-        if (NULL != reg->mr && mca_btl_ofi_handle_covers(&reg->handle, address, size)) {
+        if (NULL == reg->mr || !mca_btl_ofi_handle_covers(&reg->handle, address, size)) {
+            continue;
+        }
+        if (own_private && reg->remote && 0 == reg->own_private) {
+            reg->own_private = mca_btl_ofi_memory_private(reg->handle.base, reg->handle.len) ? 1
+                                                                                           : -1;
+        }
+        if (!own_private || (reg->remote && 1 == reg->own_private)) {
             *handle = reg->handle;
             found = true;
             break;
@@ -273,6 +318,18 @@ bool mca_btl_ofi_reg_covering(mca_btl_ofi_module_t *module, uint64_t address, si
     }
     OPAL_THREAD_UNLOCK(&module->reg_lock);
     return found;
+}
+
+bool mca_btl_ofi_reg_covering(mca_btl_ofi_module_t *module, uint64_t address, size_t size,
+                              mca_btl_base_registration_handle_t *handle)
+{
+    return mca_btl_ofi_reg_scan(module, address, size, false, handle);
+}
+
+bool mca_btl_ofi_reg_own(mca_btl_ofi_module_t *module, uint64_t address, size_t size,
+                         mca_btl_base_registration_handle_t *handle)
+{
+    return mca_btl_ofi_reg_scan(module, address, size, true, handle);
 }
 
 void mca_btl_ofi_regs_release(mca_btl_ofi_module_t *module)

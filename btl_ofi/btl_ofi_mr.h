@@ -41,6 +41,9 @@ typedef struct mca_btl_ofi_reg_t {
     /** those domains' registrations, or NULL (none, or a registration for local use only) */
     struct mca_btl_ofi_reg_t *rail_reg[MCA_BTL_OFI_SLOTS - 1];
     bool remote; /**< registered for peers' access (counted in module->remote_regs) */
+    /** its memory is in mappings private to this process: 1 yes, -1 no, 0 not asked yet
+     *  (mca_btl_ofi_reg_own; under module->reg_lock) */
+    int8_t own_private;
     /* the registration cache's (btl_ofi_rcache.c), under its lock */
     bool cached;    /**< made by the cache: release it with mca_btl_ofi_rcache_put */
     bool gone;      /**< its memory was unmapped: closed with its last user */
@@ -92,7 +95,17 @@ void mca_btl_ofi_reg_destroy(mca_btl_ofi_reg_t *reg);
  * @retval the registration, or NULL for a key no live registration has
  */
 mca_btl_ofi_reg_t *mca_btl_ofi_reg_find(mca_btl_ofi_module_t *module, uint64_t key);
-/** Deregister whatever the upper layer left registered at finalize. */
+/**
+ * This process's registration for peers' access that covers [address, address + size) of its
+ * own memory, where that memory is private to this process (no shared mapping: no other
+ * process of the node changes it with its own stores). Serves operations on this process's
+ * own memory that come without a handle (mca_btl_ofi_locate_own). A scan, as
+ * mca_btl_ofi_reg_covering; whether the memory is private is read once per registration.
+ *
+ * @retval true with *handle a copy of its handle; false if there is none
+ */
+bool mca_btl_ofi_reg_own(mca_btl_ofi_module_t *module, uint64_t address, size_t size,
+                         mca_btl_base_registration_handle_t *handle);
 /**
  * A live registration (made through btl_register_mem) that covers
  * [address, address + size) of this process, scanning them all: for the
@@ -103,6 +116,7 @@ mca_btl_ofi_reg_t *mca_btl_ofi_reg_find(mca_btl_ofi_module_t *module, uint64_t k
  */
 bool mca_btl_ofi_reg_covering(mca_btl_ofi_module_t *module, uint64_t address, size_t size,
                               struct mca_btl_base_registration_handle_t *handle);
+/** Deregister whatever the upper layer left registered at finalize. */
 void mca_btl_ofi_regs_release(mca_btl_ofi_module_t *module);
 
 /**

@@ -698,6 +698,7 @@ from rank_idle import IDLE_CHECKS  # noqa: E402
 from rank_node_local import NODE_LOCAL_CHECKS  # noqa: E402
 from rank_stripes import STRIPES_CHECKS  # noqa: E402
 from rank_nic_down import NIC_DOWN_CHECKS  # noqa: E402
+from rank_own_cas import OWN_CAS_CHECKS  # noqa: E402
 
 CHECKS.update(ATTACH_CHECKS)
 CHECKS.update(LINKED_LIST_CHECKS)
@@ -709,3 +710,4 @@ CHECKS.update(IDLE_CHECKS)
 CHECKS.update(NODE_LOCAL_CHECKS)
 CHECKS.update(STRIPES_CHECKS)
 CHECKS.update(NIC_DOWN_CHECKS)
+CHECKS.update(OWN_CAS_CHECKS)

@@ -123,6 +123,90 @@ def test_tight_queues(core, program, tmp_path):
     assert not problems, f"{where}: " + "; ".join(problems)
 
 
+# ---- compare-and-swap on a rank's own memory (NOTES.txt section 6, open-mpi/ompi#7967) ----
+#
+# Open MPI 4.1's osc/rdma, in a job on one node, calls compare-and-swap on a rank's own
+# Win_create memory with no registration handle, and the other ranks' with one. btl-ofi
+# refused the former, and osc/rdma then did it with a plain load, compare and store under
+# its accumulate lock, which the others' compare-and-swaps do not take: a provider that
+# applies those while the rank makes no call (its own thread here, a NIC's hardware) could
+# land one between the load and the store, and an increment was lost. That happened in CI
+# (osc_stress: two winners of one claim) and with the load and store held 20 us apart (an
+# 8-byte memcmp that waits, LD_PRELOAD) in 3 of 5 launches of a 3-rank counter. btl-ofi
+# now serves it through its own registration. Open MPI 5.0's osc/rdma does every
+# compare-and-swap of a one-node job in shared memory under its lock: no BTL there.
+OWN_CAS = {"kind": "own_cas", "id": "own_cas", "rounds": 1500}
+OWN_CAS_RANKS = 3
+
+
+def test_own_compare_and_swap(tmp_path):
+    """verbs-like: a provider thread, operations applied and completed in order (one at a
+    time here: nothing to reorder)."""
+    profile = "verbs-like"
+    if not (matrix.strict_provider_dir() / "libstrictmr-fi.so").exists():
+        pytest.skip("ofi_strictmr is not installed beside the component")
+    bits, key = matrix.STRICT_PROFILES[profile]
+    group = matrix.Group("shm;ofi_strictmr", "default", OWN_CAS_RANKS, "base",
+                         matrix.mr_label(set(bits)), (profile, key), profile=True)
+    launch = launcher.run_mpi(OWN_CAS_RANKS, {"checks": [OWN_CAS]}, 240,
+                              provider=group.provider, workdir=tmp_path,
+                              env_overrides=group.env(tmp_path))
+    launch.strict_report = tmp_path / "strictmr.jsonl"
+    outcome.judge_group(launch, group, [OWN_CAS["id"]]).apply()
+    rec = {r["id"]: r for r in outcome.records(launch, "check")}[OWN_CAS["id"]]
+    assert not rec["errors"], "\n".join(rec["errors"]) + f"\n  {launch.command_line()}"
+    lines = outcome.rank_lines(launch, "OWNCAS", OWN_CAS["id"], OWN_CAS_RANKS)
+    events, _ = outcome.strict_events(launch)
+    assert events.get("thread_completions", 0) > 0, \
+        f"the provider's thread reaped nothing: no asynchronous progress was tested ({events})"
+    for rank, line in lines.items():
+        c, made = line["counters"], line["compare_and_swaps"]
+        if launcher.ompi_major() >= 5:
+            assert c["atomic_count"] == 0 and c["self_served"] == 0, \
+                f"rank {rank}: {c}: Open MPI 5's osc/rdma was expected to keep one node's " \
+                f"compare-and-swaps in shared memory"
+            continue
+        assert c["atomic_count"] >= made, \
+            f"rank {rank}: {made} compare-and-swaps, {c['atomic_count']} through btl-ofi"
+        assert c["refused_count"] == 0, f"rank {rank}: {c}"
+        if rank == 0:
+            assert c["self_served"] >= made, \
+                f"rank 0: {made} compare-and-swaps on its own memory, " \
+                f"{c['self_served']} served through its own registration ({c})"
+        else:
+            assert c["self_served"] == 0, f"rank {rank}: {c}"
+
+
+def test_exit_with_mpit_open(tmp_path):
+    """A program that leaves MPI_T initialized at MPI_Finalize (mpi4py code that reads pvars
+    and never calls MPI_T_finalize): Open MPI 4.1 keeps its BTLs, and so btl-ofi's fabric,
+    open, and at exit libfabric unloads ofi_strictmr (its cleanup, then dlclose) while the
+    verbs-like profile's progress thread runs. Every rank died of SIGSEGV there after its
+    results until the provider's cleanup stopped the threads (NOTES.txt section 13)."""
+    if not (matrix.strict_provider_dir() / "libstrictmr-fi.so").exists():
+        pytest.skip("ofi_strictmr is not installed beside the component")
+    bits, key = matrix.STRICT_PROFILES["verbs-like"]
+    group = matrix.Group("shm;ofi_strictmr", "default", OWN_CAS_RANKS, "base",
+                         matrix.mr_label(set(bits)), ("verbs-like", key), profile=True)
+    spec = dict(OWN_CAS, rounds=200)
+    # the cleanup says so (a warning); the crash it prevents came in about 1 launch in 3
+    env = dict(group.env(tmp_path), FI_LOG_LEVEL="warn", FI_LOG_PROV="ofi_strictmr")
+    launch = launcher.run_mpi(OWN_CAS_RANKS, {"checks": [spec], "leave_mpit_open": True}, 240,
+                              provider=group.provider, workdir=tmp_path, env_overrides=env)
+    # not judge_group: the provider's report is written at fabric close, which never comes
+    failed = outcome.launch_failure(launch, "verbs-like over shm, MPI_T left open")
+    assert failed is None, failed.message
+    stopped = launch.stderr.count("unloaded with a domain left open: its progress thread is "
+                                  "stopped")
+    assert stopped >= OWN_CAS_RANKS, \
+        f"{stopped} ranks' provider stopped a progress thread at unload, expected " \
+        f"{OWN_CAS_RANKS} (the fabric was closed after all?)\n{launch.tail()}"
+    carried, reasons = outcome.proof_of_path(launch, group)
+    assert carried, "; ".join(reasons)
+    rec = {r["id"]: r for r in outcome.records(launch, "check")}[spec["id"]]
+    assert not rec["errors"], "\n".join(rec["errors"]) + f"\n  {launch.command_line()}"
+
+
 # ---- the tests can fail: btl-ofi's protections switched off (issue 25 item 6) ------------
 #
 # osc_flush_visibility over the reordering efa-like profile on tcp;ofi_rxm, whose data lands

@@ -320,6 +320,8 @@ int strictmr_engine_core_info(const struct fi_info *info, struct fi_info **core)
 bool strictmr_engine_hints_ok(const struct fi_info *hints);
 int strictmr_engine_domain_open(struct strictmr_domain *dom);
 void strictmr_engine_domain_close(struct strictmr_domain *dom);
+/* The provider's cleanup (libfabric unloads it): stops the progress threads still running. */
+void strictmr_engine_cleanup(void);
 int strictmr_engine_cq_open(struct strictmr_cq *cq, const struct fi_cq_attr *attr, void *context);
 /* With the engine lock held. */
 void strictmr_engine_cq_close(struct strictmr_cq *cq);

@@ -87,6 +87,7 @@ struct strictmr_engine_domain {
     pthread_cond_t cond;
     pthread_t thread;
     bool thread_on, stop;
+    struct strictmr_engine_domain *next_running; /* threads_running's list, under its lock */
     struct strictmr_engine_ep *eps;
     struct strictmr_engine_cq *cqs;
     struct engine_rec live; /* list head */
@@ -1099,6 +1100,54 @@ static void *progress_thread(void *arg)
     return NULL;
 }
 
+/*
+ * Domains whose progress thread runs. A program that leaves the fabric open at exit (an MPI
+ * whose finalize did not close its BTLs: MPI_T left initialized) has libfabric's destructor
+ * unload this provider (fi_fini: cleanup, then dlclose) while the thread runs in its code;
+ * strictmr_engine_cleanup stops them first.
+ */
+static pthread_mutex_t threads_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct strictmr_engine_domain *threads_running;
+
+/* With threads_lock held, d off its list. */
+static void thread_join(struct strictmr_engine_domain *d)
+{
+    pthread_mutex_lock(&d->lock);
+    d->stop = true;
+    pthread_cond_signal(&d->cond);
+    pthread_mutex_unlock(&d->lock);
+    pthread_join(d->thread, NULL);
+    d->thread_on = false;
+}
+
+static void thread_stop(struct strictmr_engine_domain *d)
+{
+    struct strictmr_engine_domain **at;
+
+    pthread_mutex_lock(&threads_lock);
+    for (at = &threads_running; *at && *at != d; at = &(*at)->next_running) {
+    }
+    if (*at) { /* else the cleanup stopped it */
+        *at = d->next_running;
+        thread_join(d);
+    }
+    pthread_mutex_unlock(&threads_lock);
+}
+
+void strictmr_engine_cleanup(void)
+{
+    pthread_mutex_lock(&threads_lock);
+    while (threads_running) {
+        struct strictmr_engine_domain *d = threads_running;
+
+        FI_WARN(&strictmr_prov, FI_LOG_DOMAIN,
+                "unloaded with a domain left open: its progress thread is stopped\n");
+        threads_running = d->next_running;
+        thread_join(d);
+    }
+    pthread_mutex_unlock(&threads_lock);
+}
+
 int strictmr_engine_domain_open(struct strictmr_domain *dom)
 {
     struct strictmr_engine_domain *d;
@@ -1128,6 +1177,10 @@ int strictmr_engine_domain_open(struct strictmr_domain *dom)
             return -FI_EOTHER;
         }
         d->thread_on = true;
+        pthread_mutex_lock(&threads_lock);
+        d->next_running = threads_running;
+        threads_running = d;
+        pthread_mutex_unlock(&threads_lock);
     }
     return 0;
 }
@@ -1140,11 +1193,7 @@ void strictmr_engine_domain_close(struct strictmr_domain *dom)
         return;
     }
     if (d->thread_on) {
-        pthread_mutex_lock(&d->lock);
-        d->stop = true;
-        pthread_cond_signal(&d->cond);
-        pthread_mutex_unlock(&d->lock);
-        pthread_join(d->thread, NULL);
+        thread_stop(d);
     }
     while (d->live.next != &d->live) {
         rec_free(d->live.next);

@@ -16,7 +16,7 @@ struct fi_provider strictmr_prov = {
     .fi_version = FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION),
     .getinfo = strictmr_getinfo,
     .fabric = strictmr_fabric_open,
-    .cleanup = NULL,
+    .cleanup = strictmr_engine_cleanup,
 };
 
 /* Set while we ask libfabric for cores, so that we never offer ourselves on top of ourselves. */
