@@ -9,7 +9,13 @@ On a Win.Create window every rank
     `rounds` times with MPI_Accumulate (lock_all): ranks on rank 0's node and
     on other nodes hammer the same word at once. Rank 0 checks the sum, and
     that the values fetched, gathered from every rank, are all different (a
-    lost update shows as the same value fetched twice).
+    lost update shows as the same value fetched twice). osc/rdma (4.1 and 5.0)
+    does these under its accumulate lock, itself a word of rank 0 taken by
+    BTL compare-and-swap and fetch-add from both kinds of origin;
+  - adds 1 to a second word on rank 0 `rounds` times through compare-and-swap
+    loops, which osc/rdma posts with no lock of its own: the word's sum holds
+    only if the node-local and the network provider's compare-and-swaps on it
+    are atomic with each other.
 It reads btl-ofi's counters around that (local_put_count, local_atomic_count,
 ...) and the control variable btl_<c>_local_selected, and prints one line per
 rank on stderr, "NODELOCAL <id> rank <r>: {json}", with its node's ranks.
@@ -44,7 +50,7 @@ def node_local_check(ctx, spec):
     selected = ctx.counters.cvar_string("local_selected") if ctx.counters else None
     before = ctx.counters.snapshot() if ctx.counters else {}
 
-    mem = np.zeros(size + 1, dtype=np.int64)  # a slot per rank, then the counter
+    mem = np.zeros(size + 2, dtype=np.int64)  # a slot per rank, the counter, the CAS counter
     win = MPI.Win.Create(mem, 8, comm=comm)
     win.Set_errhandler(MPI.ERRORS_RETURN)
     fetched = np.zeros(rounds, dtype=np.int64)
@@ -61,13 +67,23 @@ def node_local_check(ctx, spec):
             fetched[i] = got[0]
             win.Accumulate(one, 0, size, MPI.SUM)
         win.Flush_all()
+        swap, compare, guess = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), 0
+        for _ in range(rounds):
+            while True:
+                compare[0], swap[0] = guess, guess + 1
+                win.Compare_and_swap(swap, compare, got, 0, size + 1)
+                win.Flush(0)
+                if got[0] == guess:
+                    guess += 1
+                    break
+                guess = int(got[0])
         win.Unlock_all()
         comm.Barrier()
         want = [_stamp(r) for r in range(size)]
         if mem[:size].tolist() != want:
             errors.append(f"rank {rank}: window holds {mem[:size].tolist()}, expected {want}")
         win.Lock_all()
-        back = np.zeros((size, size + 1), dtype=np.int64)
+        back = np.zeros((size, size + 2), dtype=np.int64)
         for target in range(size):
             win.Get(back[target], target, 0)
         win.Flush_all()
@@ -88,6 +104,10 @@ def node_local_check(ctx, spec):
         if int(mem[size]) != total:
             errors.append(f"rank 0: counter {int(mem[size])}, expected {total} "
                           f"({size} ranks x {rounds} fetch_and_op + {rounds} accumulate)")
+        if int(mem[size + 1]) != rounds * size:
+            errors.append(f"rank 0: compare-and-swap counter {int(mem[size + 1])}, expected "
+                          f"{rounds * size} ({size} ranks x {rounds}): "
+                          f"{rounds * size - int(mem[size + 1])} updates lost")
         seen = np.concatenate(every)
         values, counts = np.unique(seen, return_counts=True)
         twice = values[counts > 1].tolist()
