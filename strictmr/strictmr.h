@@ -315,6 +315,8 @@ void strictmr_engine_shape_info(struct fi_info *info);
  * progressing (enable, bind, close); nothing when the engine is off. */
 void strictmr_engine_lock(struct strictmr_domain *dom);
 void strictmr_engine_unlock(struct strictmr_domain *dom);
+/* What the engine itself adds (progress, queue sizes) taken out of hints for the core. */
+void strictmr_engine_core_hints(struct fi_info *asked);
 /* strictmr_core_info for one of our infos, asking the core nothing the engine itself adds. */
 int strictmr_engine_core_info(const struct fi_info *info, struct fi_info **core);
 bool strictmr_engine_hints_ok(const struct fi_info *hints);

@@ -234,8 +234,22 @@ void strictmr_engine_shape_info(struct fi_info *info)
 
 /*
  * Our info says what the engine adds (automatic progress, its queue sizes); the core is asked
- * for what it has.
+ * for what it has. Also for the hints of getinfo, which may be one of our infos (a caller
+ * asking again with FI_MSG added): a core without automatic progress would offer nothing.
  */
+void strictmr_engine_core_hints(struct fi_info *asked)
+{
+    if (strictmr_config.nic.progress_us >= 0) {
+        asked->domain_attr->data_progress = FI_PROGRESS_UNSPEC;
+    }
+    if (strictmr_config.nic.tx_size) {
+        asked->tx_attr->size = 0;
+    }
+    if (strictmr_config.nic.rx_size) {
+        asked->rx_attr->size = 0;
+    }
+}
+
 int strictmr_engine_core_info(const struct fi_info *info, struct fi_info **core)
 {
     struct fi_info *asked;
@@ -248,17 +262,11 @@ int strictmr_engine_core_info(const struct fi_info *info, struct fi_info **core)
     if (!asked) {
         return -FI_ENOMEM;
     }
+    strictmr_engine_core_hints(asked);
     if (strictmr_config.nic.progress_us >= 0) {
-        asked->domain_attr->data_progress = FI_PROGRESS_UNSPEC;
         /* our thread calls the core beside the caller's threads, whatever the caller
          * promised about its own: the AV and MR calls do not take the engine lock */
         asked->domain_attr->threading = FI_THREAD_SAFE;
-    }
-    if (strictmr_config.nic.tx_size) {
-        asked->tx_attr->size = 0;
-    }
-    if (strictmr_config.nic.rx_size) {
-        asked->rx_attr->size = 0;
     }
     ret = strictmr_core_info(asked, core);
     fi_freeinfo(asked);

@@ -58,6 +58,7 @@ static struct fi_info *core_hints(const struct fi_info *hints)
     core->ep_attr->type = FI_EP_RDM;
     core->domain_attr->mr_mode = STRICTMR_CORE_MR_MODES;
     core->domain_attr->mr_key_size = 0;
+    strictmr_engine_core_hints(core);
     if (!hints) {
         core->mode = ~0ULL;
     }
