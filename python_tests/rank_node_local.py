@@ -27,6 +27,8 @@ import sys
 import numpy as np
 from mpi4py import MPI
 
+from rank_own_cas import cas_increments
+
 COUNTERS = ("put_count", "get_count", "atomic_count", "local_put_count", "local_get_count",
             "local_atomic_count", "local_peers", "cq_pauses", "cq_serving_reads",
             "cq_long_pauses")
@@ -67,16 +69,7 @@ def node_local_check(ctx, spec):
             fetched[i] = got[0]
             win.Accumulate(one, 0, size, MPI.SUM)
         win.Flush_all()
-        swap, compare, guess = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), 0
-        for _ in range(rounds):
-            while True:
-                compare[0], swap[0] = guess, guess + 1
-                win.Compare_and_swap(swap, compare, got, 0, size + 1)
-                win.Flush(0)
-                if got[0] == guess:
-                    guess += 1
-                    break
-                guess = int(got[0])
+        cas_increments(win, 0, size + 1, rounds)
         win.Unlock_all()
         comm.Barrier()
         want = [_stamp(r) for r in range(size)]

@@ -22,6 +22,25 @@ from mpi4py import MPI
 COUNTERS = ("atomic_count", "self_served", "refused_count")
 
 
+def cas_increments(win, target, disp, rounds):
+    """Adds 1 to the int64 at disp of target `rounds` times, each through a compare-and-swap
+    loop (guess, swap in guess + 1, retry with what was fetched), in a passive epoch the
+    caller holds. Returns how many compare-and-swaps it made."""
+    swap, compare, fetched = (np.zeros(1, dtype=np.int64) for _ in range(3))
+    guess, tries = 0, 0
+    for _ in range(rounds):
+        while True:
+            compare[0], swap[0] = guess, guess + 1
+            win.Compare_and_swap(swap, compare, fetched, target, disp)
+            win.Flush(target)
+            tries += 1
+            if fetched[0] == guess:
+                guess += 1
+                break
+            guess = int(fetched[0])
+    return tries
+
+
 def own_cas_check(ctx, spec):
     comm, rank, size = ctx.comm, ctx.rank, ctx.comm.Get_size()
     rounds = spec.get("rounds", 1000)
@@ -30,22 +49,11 @@ def own_cas_check(ctx, spec):
     mem = np.zeros(1, dtype=np.int64)
     win = MPI.Win.Create(mem, 8, comm=comm)
     win.Set_errhandler(MPI.ERRORS_RETURN)
-    swap, compare, fetched = (np.zeros(1, dtype=np.int64) for _ in range(3))
     tries = 0
     try:
         comm.Barrier()
         win.Lock_all()
-        guess = 0
-        for _ in range(rounds):
-            while True:
-                compare[0], swap[0] = guess, guess + 1
-                win.Compare_and_swap(swap, compare, fetched, 0, 0)
-                win.Flush(0)
-                tries += 1
-                if fetched[0] == guess:
-                    guess += 1
-                    break
-                guess = int(fetched[0])
+        tries = cas_increments(win, 0, 0, rounds)
         win.Unlock_all()
         comm.Barrier()
         if rank == 0 and int(mem[0]) != rounds * size:

@@ -158,7 +158,10 @@ def test_stale_handles_located_on_nic_modes(core, mode, tmp_path):
     bits = matrix.STRICT_SETS[mode]
     group = matrix.Group(f"{core};ofi_strictmr", "default", 2, "stale",
                          matrix.mr_label(set(bits)), (mode, 2))
-    env = _strict_env(tmp_path, ",".join(bits), 2)
+    _stale_run(group, _strict_env(tmp_path, ",".join(bits), 2), tmp_path)
+
+
+def _stale_run(group, env, tmp_path):
     launch = launcher.run_mpi(2, STALE_PLAN, 120, provider=group.provider, workdir=tmp_path,
                               ours=matrix.VARIANTS["stale"], env_overrides=env)
     launch.strict_report = tmp_path / "strictmr.jsonl"
@@ -180,10 +183,4 @@ def test_stale_handles_located_on_nic_profiles(core, profile, tmp_path):
     bits, key = matrix.STRICT_PROFILES[profile]
     group = matrix.Group(f"{core};ofi_strictmr", "default", 2, "stale",
                          matrix.mr_label(set(bits)), (profile, key), profile=True)
-    env = dict(group.env(tmp_path), FI_OFI_STRICTMR_REORDER="0")
-    launch = launcher.run_mpi(2, STALE_PLAN, 120, provider=group.provider, workdir=tmp_path,
-                              ours=matrix.VARIANTS["stale"], env_overrides=env)
-    launch.strict_report = tmp_path / "strictmr.jsonl"
-    outcome.judge_group(launch, group, [c["id"] for c in STALE_PLAN["checks"]]).apply()
-    for spec in STALE_PLAN["checks"]:
-        outcome.judge_check(launch, group, spec).apply()
+    _stale_run(group, dict(group.env(tmp_path), FI_OFI_STRICTMR_REORDER="0"), tmp_path)
