@@ -175,11 +175,12 @@ static const struct {
                                         "a read of it lately that served an on-node peer",
                                         MCA_BASE_PVAR_CLASS_COUNTER},
     [MCA_BTL_OFI_CNT_SELF_SERVED] = {"self_served",
-                                     "Operations on this process's own memory that came "
-                                     "without a registration handle (osc/rdma 4.1 on one "
+                                     "Calls for operations on this process's own memory that "
+                                     "came without a registration handle (osc/rdma 4.1 on one "
                                      "node: compare-and-swap on its own Win_create window) and "
-                                     "were posted through its own registration, atomic with "
-                                     "the peers' operations on that memory",
+                                     "were served through its own registration, atomic with "
+                                     "the peers' operations on that memory (a call osc/rdma "
+                                     "retries after OPAL_ERR_OUT_OF_RESOURCE counts again)",
                                      MCA_BASE_PVAR_CLASS_COUNTER},
     [MCA_BTL_OFI_CNT_REFUSED] = {"refused_count",
                                  "Operations refused for a missing endpoint or registration handle "
