@@ -486,9 +486,14 @@ def run_one_check(provider, check, timeout, workdir, nranks=2, launches=None, **
                               workdir=workdir, **kw)
     group = matrix.Group(provider, "default", nranks, "base", matrix.negotiated_label(provider))
     judge_group(launch, group, [check["id"]]).apply()
-    rec = {r["id"]: r for r in records(launch, "check")}[check["id"]]
-    assert not rec["errors"], "\n".join(rec["errors"]) + f"\n  {launch.command_line()}"
+    assert_check_clean(launch, check["id"])
     return launch
+
+
+def assert_check_clean(launch, check_id):
+    """The check's record says it found no error."""
+    rec = {r["id"]: r for r in records(launch, "check")}[check_id]
+    assert not rec["errors"], "\n".join(rec["errors"]) + f"\n  {launch.command_line()}"
 
 
 def rank_lines(launch, tag, check_id, nranks=2):

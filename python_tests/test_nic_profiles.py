@@ -139,22 +139,24 @@ OWN_CAS = {"kind": "own_cas", "id": "own_cas", "rounds": 1500}
 OWN_CAS_RANKS = 3
 
 
-def test_own_compare_and_swap(tmp_path):
-    """verbs-like: a provider thread, operations applied and completed in order (one at a
-    time here: nothing to reorder)."""
-    profile = "verbs-like"
+def _verbs_like_group():
+    """OWN_CAS_RANKS ranks over shm under verbs-like: a provider thread, operations applied
+    and completed in order (one at a time here: nothing to reorder)."""
     if not (matrix.strict_provider_dir() / "libstrictmr-fi.so").exists():
         pytest.skip("ofi_strictmr is not installed beside the component")
-    bits, key = matrix.STRICT_PROFILES[profile]
-    group = matrix.Group("shm;ofi_strictmr", "default", OWN_CAS_RANKS, "base",
-                         matrix.mr_label(set(bits)), (profile, key), profile=True)
+    bits, key = matrix.STRICT_PROFILES["verbs-like"]
+    return matrix.Group("shm;ofi_strictmr", "default", OWN_CAS_RANKS, "base",
+                        matrix.mr_label(set(bits)), ("verbs-like", key), profile=True)
+
+
+def test_own_compare_and_swap(tmp_path):
+    group = _verbs_like_group()
     launch = launcher.run_mpi(OWN_CAS_RANKS, {"checks": [OWN_CAS]}, 240,
                               provider=group.provider, workdir=tmp_path,
                               env_overrides=group.env(tmp_path))
     launch.strict_report = tmp_path / "strictmr.jsonl"
     outcome.judge_group(launch, group, [OWN_CAS["id"]]).apply()
-    rec = {r["id"]: r for r in outcome.records(launch, "check")}[OWN_CAS["id"]]
-    assert not rec["errors"], "\n".join(rec["errors"]) + f"\n  {launch.command_line()}"
+    outcome.assert_check_clean(launch, OWN_CAS["id"])
     lines = outcome.rank_lines(launch, "OWNCAS", OWN_CAS["id"], OWN_CAS_RANKS)
     events, _ = outcome.strict_events(launch)
     assert events.get("thread_completions", 0) > 0, \
@@ -183,11 +185,7 @@ def test_exit_with_mpit_open(tmp_path):
     open, and at exit libfabric unloads ofi_strictmr (its cleanup, then dlclose) while the
     verbs-like profile's progress thread runs. Every rank died of SIGSEGV there after its
     results until the provider's cleanup stopped the threads (NOTES.txt section 13)."""
-    if not (matrix.strict_provider_dir() / "libstrictmr-fi.so").exists():
-        pytest.skip("ofi_strictmr is not installed beside the component")
-    bits, key = matrix.STRICT_PROFILES["verbs-like"]
-    group = matrix.Group("shm;ofi_strictmr", "default", OWN_CAS_RANKS, "base",
-                         matrix.mr_label(set(bits)), ("verbs-like", key), profile=True)
+    group = _verbs_like_group()
     spec = dict(OWN_CAS, rounds=200)
     # the cleanup says so (a warning); the crash it prevents came in about 1 launch in 3
     env = dict(group.env(tmp_path), FI_LOG_LEVEL="warn", FI_LOG_PROV="ofi_strictmr")
@@ -203,8 +201,7 @@ def test_exit_with_mpit_open(tmp_path):
         f"{OWN_CAS_RANKS} (the fabric was closed after all?)\n{launch.tail()}"
     carried, reasons = outcome.proof_of_path(launch, group)
     assert carried, "; ".join(reasons)
-    rec = {r["id"]: r for r in outcome.records(launch, "check")}[spec["id"]]
-    assert not rec["errors"], "\n".join(rec["errors"]) + f"\n  {launch.command_line()}"
+    outcome.assert_check_clean(launch, spec["id"])
 
 
 # ---- the tests can fail: btl-ofi's protections switched off (issue 25 item 6) ------------
