@@ -187,18 +187,21 @@ def test_exit_with_mpit_open(tmp_path):
     results until the provider's cleanup stopped the threads (NOTES.txt section 13)."""
     group = _verbs_like_group()
     spec = dict(OWN_CAS, rounds=200)
-    # the cleanup says so (a warning); the crash it prevents came in about 1 launch in 3
-    env = dict(group.env(tmp_path), FI_LOG_LEVEL="warn", FI_LOG_PROV="ofi_strictmr")
+    # the cleanup counts what it stopped in the report (unload_stopped) and warns; the crash
+    # it prevents came in about 1 launch in 3. The warning goes to stderr, which Open MPI 5
+    # does not always forward after a rank's MPI_Finalize: the report is what is judged.
+    env = group.env(tmp_path)
     launch = launcher.run_mpi(OWN_CAS_RANKS, {"checks": [spec], "leave_mpit_open": True}, 240,
                               provider=group.provider, workdir=tmp_path, env_overrides=env)
-    # not judge_group: the provider's report is written at fabric close, which never comes
+    # not judge_group: the fabric never closes, so the provider's report has only the lines
+    # its cleanup writes, and the profile's other events are not asked of this run
     failed = outcome.launch_failure(launch, "verbs-like over shm, MPI_T left open")
     assert failed is None, failed.message
-    stopped = launch.stderr.count("unloaded with a domain left open: its progress thread is "
-                                  "stopped")
+    launch.strict_report = tmp_path / "strictmr.jsonl"
+    stopped = outcome.strict_events(launch)[0].get("unload_stopped", 0)
     assert stopped >= OWN_CAS_RANKS, \
-        f"{stopped} ranks' provider stopped a progress thread at unload, expected " \
-        f"{OWN_CAS_RANKS} (the fabric was closed after all?)\n{launch.tail()}"
+        f"{stopped} progress threads stopped at unload, expected {OWN_CAS_RANKS} (one per " \
+        f"rank; the fabric was closed after all?)\n{launch.tail()}"
     carried, reasons = outcome.proof_of_path(launch, group)
     assert carried, "; ".join(reasons)
     outcome.assert_check_clean(launch, spec["id"])

@@ -89,6 +89,7 @@ static const char *const event_names[STRICTMR_EV_COUNT] = {
     [STRICTMR_EV_REG_CHARGED] = "reg_charged",
     [STRICTMR_EV_REG_CHARGED_US] = "reg_charged_us",
     [STRICTMR_EV_REG_REFUSED] = "reg_refused",
+    [STRICTMR_EV_UNLOAD_STOPPED] = "unload_stopped",
 };
 static _Atomic uint64_t events[STRICTMR_EV_COUNT];
 

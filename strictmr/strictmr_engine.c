@@ -1144,6 +1144,8 @@ static void thread_stop(struct strictmr_engine_domain *d)
 
 void strictmr_engine_cleanup(void)
 {
+    uint64_t stopped = 0;
+
     pthread_mutex_lock(&threads_lock);
     while (threads_running) {
         struct strictmr_engine_domain *d = threads_running;
@@ -1152,8 +1154,14 @@ void strictmr_engine_cleanup(void)
                 "unloaded with a domain left open: its progress thread is stopped\n");
         threads_running = d->next_running;
         thread_join(d);
+        stopped++;
     }
     pthread_mutex_unlock(&threads_lock);
+    if (stopped) {
+        /* the fabric never closed, so its report line was never written: write it now */
+        strictmr_event(STRICTMR_EV_UNLOAD_STOPPED, stopped);
+        strictmr_report_write();
+    }
 }
 
 int strictmr_engine_domain_open(struct strictmr_domain *dom)

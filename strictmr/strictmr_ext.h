@@ -46,6 +46,7 @@ enum strictmr_event {
     STRICTMR_EV_REG_CHARGED,       /* fi_mr_reg calls that paid the registration cost */
     STRICTMR_EV_REG_CHARGED_US,    /* microseconds charged for them in all */
     STRICTMR_EV_REG_REFUSED,       /* fi_mr_reg calls refused: live registration limit */
+    STRICTMR_EV_UNLOAD_STOPPED,    /* progress threads stopped when unloaded, domain open */
     STRICTMR_EV_COUNT
 };
 
