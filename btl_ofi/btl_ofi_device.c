@@ -5,7 +5,11 @@
 
 #include "btl_ofi_device.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "btl_ofi_coalesce.h"
 #include "btl_ofi_fault.h"
@@ -114,6 +118,46 @@ static void mca_btl_ofi_negotiated(mca_btl_ofi_module_t *module)
     }
 }
 
+/*
+ * libfabric's shm (1.17 and 2.x) names an endpoint's shared-memory region after the
+ * process id ("fi_shm://<pid>", the file /dev/shm/<pid>:<uid>:<n>) unless the endpoint is
+ * given a name. A region left under that name (a process killed with SIGKILL, or a job that
+ * exited with its fabric open, leaves its file) refuses the next process the kernel hands
+ * that pid: fi_enable fails with EBUSY ("shm file in use", smr_retry_map: the pid the
+ * region names is alive, being this very process), and btl-ofi would be lost on that rank.
+ * So btl-ofi names its shm endpoints itself, with the pid (to tell whose a left-over file
+ * was) and the time (which no later process with that pid shares). Other providers, and a
+ * name a user chose, are left alone (NOTES.txt section 8).
+ */
+#define MCA_BTL_OFI_SHM_PREFIX "fi_shm://"
+
+static void mca_btl_ofi_name_shm(mca_btl_ofi_module_t *module)
+{
+    struct fi_info *info = module->info;
+    char name[64], own[32];
+    struct timespec now;
+    char *copy;
+
+    snprintf(own, sizeof(own), MCA_BTL_OFI_SHM_PREFIX "%d", (int)getpid());
+    if (FI_ADDR_STR != info->addr_format || NULL == info->src_addr ||
+        0 != strncmp(info->src_addr, own, info->src_addrlen) ||
+        0 != clock_gettime(CLOCK_REALTIME, &now)) {
+        return;
+    }
+    snprintf(name, sizeof(name), MCA_BTL_OFI_SHM_PREFIX "btl-ofi.%d.%llx", (int)getpid(),
+             (unsigned long long)now.tv_sec * 1000000000ULL + (unsigned long long)now.tv_nsec);
+    if (NULL == (copy = strdup(name))) {
+        return;
+    }
+    free(info->src_addr);
+    info->src_addr = copy;
+    info->src_addrlen = strlen(copy) + 1;
+    opal_output_verbose(10, mca_btl_ofi_output,
+                        MCA_BTL_OFI_LOG "naming the shm endpoint %s (a region named after the "
+                                        "pid alone may be a dead process's)",
+                        copy);
+}
+
 static int mca_btl_ofi_open_fids(mca_btl_ofi_module_t *module)
 {
     struct fi_av_attr av_attr = {
@@ -157,6 +201,7 @@ static int mca_btl_ofi_open_fids(mca_btl_ofi_module_t *module)
     if (NULL == module->cq && 0 != (rc = fi_cq_open(module->domain, &cq_attr, &module->cq, NULL))) {
         return mca_btl_ofi_device_error(module, "fi_cq_open", rc);
     }
+    mca_btl_ofi_name_shm(module);
     if (0 != (rc = fi_endpoint(module->domain, module->info, &module->ep, NULL))) {
         return mca_btl_ofi_device_error(module, "fi_endpoint", rc);
     }

@@ -119,6 +119,11 @@ class Launch:
         return cls(argv=[], returncode=None, timed_out=False, seconds=0.0, stdout="",
                    stderr="", records=[], timeout=0.0, declined_reason=declined_reason)
 
+    def rank_pids(self):
+        """The ranks' process ids, from the start record (rank_prog.py), rank by rank."""
+        start = [r for r in self.records if r.get("type") == "start"]
+        return start[0].get("pids", []) if start else []
+
     def plan_index(self, check_id):
         return self.plan_ids.index(check_id) if check_id in self.plan_ids else -1
 
@@ -156,6 +161,29 @@ class Launch:
                 if "End of error message" in line or len(out) >= lines:
                     break
         return "\n".join(out)
+
+
+# Files in /dev/shm named after a process: libfabric shm's regions by default
+# ("<pid>:<uid>:<n>"), btl-ofi's own names for them ("btl-ofi.<pid>.<time>:<uid>:<n>",
+# NOTES.txt section 8) and ofi_strictmr's MR tables ("strictmr.<pid>.<n>").
+SHM_FILE_PATTERNS = ("{pid}:*", "btl-ofi.{pid}.*", "strictmr.{pid}.*")
+
+
+def remove_shm_files(pids):
+    """Remove the /dev/shm files of these processes, once they have ended: those a job leaves
+    when its fabric is never closed (or that a test put there). Returns the names removed."""
+    removed = []
+    for pid in pids:
+        if Path(f"/proc/{pid}").exists():
+            continue
+        for pattern in SHM_FILE_PATTERNS:
+            for path in Path("/dev/shm").glob(pattern.format(pid=pid)):
+                try:
+                    path.unlink()
+                    removed.append(path.name)
+                except FileNotFoundError:
+                    pass
+    return removed
 
 
 @dataclasses.dataclass(frozen=True)

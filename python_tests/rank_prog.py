@@ -11,6 +11,10 @@ Judging what these mean is the test driver's job (outcome.py), not this one's.
 A plan's "bind_by_local_rank" (a list of cpus) binds local rank r to the r-th
 (modulo) before MPI starts. A plan's "leave_mpit_open" leaves MPI_T initialized at
 exit (no MPI_T_finalize), as user code may: Open MPI then keeps its BTLs open.
+A plan's "stale_shm_regions" (N) puts in /dev/shm, before MPI starts, what a killed
+process of an earlier job left there: files by the names libfabric's shm gives this
+process's first N endpoints by default ("<pid>:<uid>:<i>"), 4 KiB of zeros (a region of
+no version this libfabric knows). The start record lists every rank's pid ("pids").
 Exit status: 0 when every check ran (whatever their results), else an error.
 """
 
@@ -29,6 +33,9 @@ def main(plan_path, report_path):
         # bound before MPI_Init, as mpirun --bind-to would (Open MPI 4.1 and 5.0 alike)
         local = int(os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", "0"))
         os.sched_setaffinity(0, {cpus[local % len(cpus)]})
+    for i in range(plan.get("stale_shm_regions", 0)):
+        with open(f"/dev/shm/{os.getpid()}:{os.getuid()}:{i}", "wb") as fh:
+            fh.write(bytes(4096))
     import mpi4py
 
     mpi4py.rc.thread_level = plan.get("thread_level", "multiple")
@@ -47,9 +54,10 @@ def main(plan_path, report_path):
         out.flush()
 
     states = comm.gather([counters.state, counters.detail], root=0)
+    pids = comm.gather(os.getpid(), root=0)
     if rank == 0:
         emit({"type": "start", "nranks": comm.Get_size(), "thread_level": MPI.Query_thread(),
-              "counters": states, "pid": os.getpid()})
+              "counters": states, "pid": os.getpid(), "pids": pids})
     ctx = rank_checks.Ctx(comm)
     ctx.counters = counters  # for checks that judge phases of their own
     live_before = comm.reduce(counters.snapshot().get("registrations_live", 0), root=0)

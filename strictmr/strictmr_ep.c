@@ -297,14 +297,24 @@ static struct fi_ops_cm ep_cm_ops = {
     .getpeer = cm_getpeer,
 };
 
-/* The core's info for our endpoint: the domain's, with the caller's operation flags. */
+/* The core's info for our endpoint: the domain's, with the caller's operation flags and
+ * the caller's source address where it gave one in the core's format (a name of its own
+ * for a shm endpoint, as a layered provider passes it down). */
 static struct fi_info *core_ep_info(const struct strictmr_domain *dom, const struct fi_info *info)
 {
     struct fi_info *core = fi_dupinfo(dom->core_info);
+    void *addr;
 
     if (core && info) {
         core->tx_attr->op_flags = info->tx_attr->op_flags;
         core->rx_attr->op_flags = info->rx_attr->op_flags;
+        if (info->src_addr && info->src_addrlen && info->addr_format == core->addr_format &&
+            (addr = malloc(info->src_addrlen))) {
+            memcpy(addr, info->src_addr, info->src_addrlen);
+            free(core->src_addr);
+            core->src_addr = addr;
+            core->src_addrlen = info->src_addrlen;
+        }
     }
     return core;
 }
