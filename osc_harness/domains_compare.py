@@ -9,6 +9,8 @@ network (btl_<c>_local_provider). osc_latency between ranks 0 and 1
 (lock_all + flush per operation, Win_create), ranks 2 and 3 idle (-y) where
 the job has four:
   1-node shm        2 ranks on one host, provider shm: the reference
+  1-node shm, 4 ranks   4 ranks on one host (ranks 2 and 3 idle, -y), provider shm: the
+                    job of the rows below on one node, its bystanders included
   2-host shm        the job of the rails rows below (4 ranks, 2 per host, btl/tcp's thread)
                     over provider shm alone: no network domain to read at all. shm reaches
                     every rank only because these host namespaces share one machine's
@@ -55,6 +57,7 @@ NIC sent during the bandwidth runs of each configuration.
 
   python3 osc_harness/domains_compare.py [--mode node-local|stripes] [--rounds N]
                                          [--iters N] [--rate RATE] [--out DIR] [--others]
+                                         [--config NAME]...
 (the programs from the repository root, where the build puts them;
 BTL_OFI_BIN_DIR to take them from elsewhere)
 Exit: 0 ran (targets are reported, not enforced: the machine is noisy), 1 a
@@ -103,6 +106,7 @@ class Config:
 NODE_LOCAL = {
     "configs": [
         Config("1-node shm", 2, 1, "shm", {}),
+        Config("1-node shm, 4 ranks", 4, 1, "shm", {}),
         Config("2-host shm", 4, 2, "shm", {}, {"btl_tcp_progress_thread": "1"},
                unlike=RAILS_LINE),
         Config("on-node rails", 4, 2, NET, {}, line=RAILS_LINE),
@@ -124,6 +128,7 @@ NODE_LOCAL = {
     # (a, b, metric, sizes (None: all), highest ratio a/b allowed, lowest)
     "targets": [("on-node rails", "1-node shm", "lat_us", None, 1.1, None),
                 ("on-node rails, tcp thread", "1-node shm", "lat_us", None, 1.1, None),
+                ("on-node rails, tcp thread", "1-node shm, 4 ranks", "lat_us", None, 1.1, None),
                 ("on-node rails, tcp thread", "2-host shm", "lat_us", None, 1.1, None),
                 ("off-node rails", "off-node net", "lat_us", None, 1.1, None),
                 ("off-node rails", "off-node net", f"lat_us_after_{GAP_US}us", None, 1.1,
@@ -284,6 +289,9 @@ def main():
     ap.add_argument("--rate", default="400mbit",
                     help="tc rate of each NIC (--mode stripes); none: unshaped")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--config", action="append", default=[], metavar="NAME",
+                    help="run this configuration (its name as in the table; repeat the "
+                         "option for more; default: all)")
     ap.add_argument("--others", action="store_true",
                     help="--mode stripes: also MPICH (striping off, on) and Open MPI's "
                          "osc/pt2pt over btl/tcp on both NICs")
@@ -292,6 +300,15 @@ def main():
     if opts.mode == "stripes" and opts.others:
         mode = dict(mode, configs=mode["configs"] + OTHERS +
                     ([STOCK_TCP] if launcher.ompi_major() < 5 else []))
+    if opts.config:
+        want = opts.config
+        names = [c.name for c in mode["configs"]]
+        unknown = [n for n in want if n not in names]
+        if unknown:
+            ap.error(f"--config: no configuration {', '.join(map(repr, unknown))}; there are: "
+                     f"{', '.join(map(repr, names))}")
+        mode = dict(mode, configs=[c for c in mode["configs"] if c.name in want],
+                    targets=[t for t in mode["targets"] if t[0] in want and t[1] in want])
     setup = mode["setup"] + (["--rate", opts.rate]
                              if opts.mode == "stripes" and opts.rate != "none" else [])
     outdir = opts.out or tempfile.mkdtemp(prefix=f"{opts.mode}-compare-")
