@@ -266,11 +266,12 @@ int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module)
  * a cheaper read lowers it at once, a dearer one raises it by 1/256, so the reads that
  * serve peers do not count as quiet while they come among quiet ones, and a cost that has
  * grown for good is learnt within some hundred reads. MCA_BTL_OFI_IDLE_READ_MAX_NS bounds
- * the pause; the pause is that bound while the node-local domain is at work (operations of
- * this process's own in flight on it, or a read of it that served an on-node peer within
- * MCA_BTL_OFI_IDLE_READ_EAGER of its quiet reads' time, told the same way): an on-node
- * operation takes a microsecond or so, and a network read in its wait, on either side,
- * costs it more than the read's own time. The clock is read at every pass that may skip
+ * that pause. While the node-local domain is at work (operations of this process's own in
+ * flight on it, or a read of it that served an on-node peer within
+ * MCA_BTL_OFI_IDLE_READ_EAGER of its quiet reads' time, told the same way) the pause is
+ * btl_ofi_local_busy_poll_us instead (default 20 us): an on-node operation takes a
+ * microsecond or so, and a network read in its wait, on either side, costs it more than
+ * the read's own time. The clock is read at every pass that may skip
  * (CLOCK_MONOTONIC, vDSO: tens of ns), so a process that calls progress seldom reads the
  * CQ at each call. NOTES.txt 2c. */
 #define MCA_BTL_OFI_IDLE_READ_BUSY 3
@@ -325,12 +326,15 @@ static int mca_btl_ofi_progress_every(mca_btl_ofi_module_t *module, bool paced, 
     }
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_PAUSES, 1);
     pause = (uint64_t)mca_btl_ofi_params.idle_poll_ratio * module->idle_read_ns;
-    if (NULL != local && (after < local->eager_until || mca_btl_ofi_module_busy(local))) {
-        mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_LONG_PAUSES, 1);
+    if (pause > MCA_BTL_OFI_IDLE_READ_MAX_NS) {
         pause = MCA_BTL_OFI_IDLE_READ_MAX_NS;
     }
-    module->idle_read_next = after + (pause < MCA_BTL_OFI_IDLE_READ_MAX_NS
-                                          ? pause : MCA_BTL_OFI_IDLE_READ_MAX_NS);
+    if (NULL != local && 0 != mca_btl_ofi_params.local_busy_poll_us &&
+        (after < local->eager_until || mca_btl_ofi_module_busy(local))) {
+        mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_LONG_PAUSES, 1);
+        pause = (uint64_t)mca_btl_ofi_params.local_busy_poll_us * 1000u;
+    }
+    module->idle_read_next = after + pause;
     return events;
 }
 

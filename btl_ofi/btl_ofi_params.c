@@ -122,6 +122,21 @@ static mca_btl_ofi_int_param_t mca_btl_ofi_int_params[] = {
         .value = &mca_btl_ofi_params.idle_poll_ratio,
     },
     {
+        .name = "local_busy_poll_us",
+        .help = "While the node-local domain is at work (operations of this process's own in "
+                "flight on it, or a peer on this node served lately), the idle network "
+                "completion queue beside it is read once every this many microseconds: a "
+                "network read (tcp: a system call) in the wait of an on-node operation costs "
+                "that operation more than the read's own time. A peer on another node whose "
+                "operations this process's progress applies (tcp, sockets) waits that long at "
+                "most for the first after a quiet spell, while this process is busy on its "
+                "node. 0: no longer than btl_ofi_idle_poll_ratio's pause",
+        .default_text = "20",
+        .min = 0,
+        .max = 1000000,
+        .value = &mca_btl_ofi_params.local_busy_poll_us,
+    },
+    {
         .name = "nic_timeout",
         .help = "Seconds a NIC may complete nothing while operations wait on it before btl-ofi "
                 "takes it for failed: the operations on it fail (MPI returns an error) or, for "

@@ -105,6 +105,9 @@ typedef struct mca_btl_ofi_params_t {
     /** an idle network CQ beside other domains is left unread for this many times what a
      *  read of it costs (btl_ofi_ops.c); 0: read at every pass */
     int idle_poll_ratio;
+    /** microseconds between reads of that CQ while the node-local domain is at work; 0: the
+     *  idle_poll_ratio pace (btl_ofi_ops.c) */
+    int local_busy_poll_us;
     /** seconds without a completion, operations waiting, that mean a failed NIC; -1: 60
      *  where the provider progresses data itself, else never; 0: never (btl_ofi_fault.c) */
     int nic_timeout;

@@ -122,6 +122,18 @@ def test_idle_poll_every_pass(two_per_host, tmp_path):
         assert c["local_put_count"] >= PER_HOST, f"rank {rank}: puts {c}"
 
 
+def test_no_long_pause(two_per_host, tmp_path):
+    """local_busy_poll_us=0: the tcp CQ is still read at the ratio's pace beside shm, never
+    left for the longer pause while shm is at work; the sums stay exact (_run)."""
+    _, lines = _run(two_per_host, tmp_path, ours={"local_busy_poll_us": 0})
+    for rank, line in lines.items():
+        c = line["counters"]
+        assert c["cq_long_pauses"] == 0, f"rank {rank}: local_busy_poll_us=0, yet {c}"
+    for rank in range(PER_HOST):
+        c = lines[rank]["counters"]
+        assert c["cq_pauses"] > 0, f"rank {rank}: the tcp CQ beside shm never paused: {c}"
+
+
 def test_node_atomics_over_network(two_per_host, tmp_path):
     _, lines = _run(two_per_host, tmp_path, ours={"local_atomics": "network"})
     for rank, line in lines.items():
