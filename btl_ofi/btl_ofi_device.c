@@ -139,8 +139,9 @@ static void mca_btl_ofi_name_shm(mca_btl_ofi_module_t *module)
     char *copy;
 
     snprintf(own, sizeof(own), MCA_BTL_OFI_SHM_PREFIX "%d", (int)getpid());
+    /* exactly shm's default name, its terminating NUL included */
     if (FI_ADDR_STR != info->addr_format || NULL == info->src_addr ||
-        0 != strncmp(info->src_addr, own, info->src_addrlen) ||
+        strlen(own) + 1 != info->src_addrlen || 0 != memcmp(info->src_addr, own, strlen(own)) ||
         0 != clock_gettime(CLOCK_REALTIME, &now)) {
         return;
     }
