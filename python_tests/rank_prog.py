@@ -57,7 +57,7 @@ def main(plan_path, report_path):
     pids = comm.gather(os.getpid(), root=0)
     if rank == 0:
         emit({"type": "start", "nranks": comm.Get_size(), "thread_level": MPI.Query_thread(),
-              "counters": states, "pid": os.getpid(), "pids": pids})
+              "counters": states, "pids": pids})
     ctx = rank_checks.Ctx(comm)
     ctx.counters = counters  # for checks that judge phases of their own
     live_before = comm.reduce(counters.snapshot().get("registrations_live", 0), root=0)
