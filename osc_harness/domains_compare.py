@@ -2,7 +2,11 @@
 """Several domains in one btl-ofi module, measured side by side in one run
 (NOTES.txt 2c, 2d). Host namespaces from scripts/check-multihost.sh (made
 here, always removed); every configuration runs in turn `--rounds` times
-(interleaved, so the machine's noise falls on all of them alike); medians.
+(interleaved, so the machine's noise falls on all of them alike); medians, the
+least of the rounds, and targets judged by both and by the median of each round's
+own ratio (this machine runs in a fast and a slow mode 2-3x apart, for minutes at a
+time: a round's configurations mostly share one, so the ratio within a round is the
+steadiest measure; rounds whose two values are not in one mode are left out).
 
 --mode node-local (default): peers on the same node over shm beside the
 network (btl_<c>_local_provider). osc_latency between ranks 0 and 1
@@ -11,6 +15,9 @@ the job has four:
   1-node shm        2 ranks on one host, provider shm: the reference
   1-node shm, 4 ranks   4 ranks on one host (ranks 2 and 3 idle, -y), provider shm: the
                     job of the rows below on one node, its bystanders included
+  1-node shm, 4 ranks, tcp thread   the same with btl_tcp_progress_thread=1: the rails
+                    rows' Open MPI settings on one node (the thread costs a one-node job
+                    too, though btl/tcp has no peer there)
   2-host shm        the job of the rails rows below (4 ranks, 2 per host, btl/tcp's thread)
                     over provider shm alone: no network domain to read at all. shm reaches
                     every rank only because these host namespaces share one machine's
@@ -34,7 +41,8 @@ the target has gone quiet, so a network CQ read at a pace (btl_<c>_idle_poll_rat
 NOTES.txt 2c) is where a pause would show): rows lat_us_after_200us.
 Targets printed (the issue's): on-node rails (also with the tcp thread) within 1.1x of
 1-node shm; off-node rails within 1.1x of off-node net (unchanged), steady and sporadic;
-and on-node rails with the tcp thread within 1.1x of 2-host shm (the same job's shape).
+and on-node rails with the tcp thread within 1.1x of 1-node shm with the same settings
+(4 ranks, the tcp thread) and of 2-host shm (the same job's shape).
 
 --mode stripes: large puts and gets over two NICs (btl_<c>_stripe_min). The
 hosts get two veth interfaces each on subnets of their own, each shaped to
@@ -109,6 +117,8 @@ NODE_LOCAL = {
     "configs": [
         Config("1-node shm", 2, 1, "shm", {}),
         Config("1-node shm, 4 ranks", 4, 1, "shm", {}),
+        Config("1-node shm, 4 ranks, tcp thread", 4, 1, "shm", {},
+               {"btl_tcp_progress_thread": "1"}),
         Config("2-host shm", 4, 2, "shm", {}, {"btl_tcp_progress_thread": "1"},
                unlike=RAILS_LINE),
         Config("on-node rails", 4, 2, NET, {}, line=RAILS_LINE),
@@ -133,6 +143,8 @@ NODE_LOCAL = {
     "targets": [("on-node rails", "1-node shm", "lat_us", None, 1.1, None),
                 ("on-node rails, tcp thread", "1-node shm", "lat_us", None, 1.1, None),
                 ("on-node rails, tcp thread", "1-node shm, 4 ranks", "lat_us", None, 1.1, None),
+                ("on-node rails, tcp thread", "1-node shm, 4 ranks, tcp thread", "lat_us", None,
+                 1.1, None),
                 ("on-node rails, tcp thread", "2-host shm", "lat_us", None, 1.1, None),
                 ("on-node rails, tcp thread, busy poll 200us", "1-node shm", "lat_us", None, 1.1,
                  None),
@@ -272,12 +284,38 @@ def table(mode, med, names):
     return "\n".join(lines)
 
 
-def targets(mode, med):
+def ratios_of(stat):
+    """(a, b) -> {row: a's value / b's value} of one statistic of the rounds."""
+    return lambda a, b: {k: v / stat[b][k] for k, v in stat.get(a, {}).items()
+                         if stat.get(b, {}).get(k)}
+
+
+# A round's two values count as one mode's when a / b lies within these (the modes are
+# 2-3x apart; configurations compared here differ by far less).
+SAME_MODE = (2 / 3, 3 / 2)
+
+
+def paired_ratios(by_round):
+    """(a, b) -> {row: the median over the rounds of a's value / b's that round}, of the
+    rounds where both ran in the same of this machine's modes, and of at least half the
+    rounds (else the row is left out)."""
+    def ratios(a, b):
+        out = {}
+        for key, mine in by_round.get(a, {}).items():
+            theirs = by_round.get(b, {}).get(key, {})
+            each = [mine[r] / theirs[r] for r in mine if theirs.get(r)]
+            same = [x for x in each if SAME_MODE[0] < x < SAME_MODE[1]]
+            if same and 2 * len(same) >= len(each):
+                out[key] = statistics.median(same)
+        return out
+    return ratios
+
+
+def targets(mode, ratios_of_pair):
     out = []
     for a, b, metric, sizes, most, least in mode["targets"]:
-        ratios = [med[a][k] / med[b][k] for k in med.get(a, {})
-                  if k[0] == metric and (sizes is None or k[2] in sizes) and k in med.get(b, {})
-                  and med[b][k]]
+        ratios = [r for k, r in ratios_of_pair(a, b).items()
+                  if k[0] == metric and (sizes is None or k[2] in sizes)]
         if not ratios:
             out.append(f"target {a} / {b} ({metric}): no rows")
         elif most is not None:
@@ -321,7 +359,7 @@ def main():
                              if opts.mode == "stripes" and opts.rate != "none" else [])
     outdir = opts.out or tempfile.mkdtemp(prefix=f"{opts.mode}-compare-")
     os.makedirs(outdir, exist_ok=True)
-    samples, failed, shares = {}, [], {}
+    samples, by_round, failed, shares = {}, {}, [], {}
     with compare_net.namespaces(outdir, launcher.env_file_path(), setup) as hosts:
         for rnd in range(opts.rounds):
             for cfg in mode["configs"]:
@@ -339,11 +377,12 @@ def main():
                     failed += [f"{cfg.name} {bench[0]}: {p}" for p in problems]
                     for key, value in got.items():
                         samples.setdefault(cfg.name, {}).setdefault(key, []).append(value)
+                        by_round.setdefault(cfg.name, {}).setdefault(key, {})[rnd] = value
     med = {c: {k: statistics.median(v) for k, v in rows.items()} for c, rows in samples.items()}
     low = {c: {k: min(v) for k, v in rows.items()} for c, rows in samples.items()}
     text = table(mode, med, [c.name for c in mode["configs"]])
     # this machine's runs fall into a fast and a slow mode (2-3x apart, every configuration
-    # alike, the mode a launch draws): the least of the rounds compares fast with fast
+    # alike, for minutes at a time): the least of the rounds compares fast with fast
     text += f"\n\nleast of the {opts.rounds} rounds:\n\n" + \
         table(mode, low, [c.name for c in mode["configs"]])
     print(f"\nmedians of {opts.rounds} interleaved rounds ({opts.mode}"
@@ -364,8 +403,11 @@ def main():
                    for c, rows in samples.items()}, fh, indent=1)
     with open(os.path.join(outdir, f"{opts.mode}.md"), "w", encoding="utf-8") as fh:
         fh.write(text + "\n")
-    print("\n".join(targets(mode, med)))
-    print("by the least of the rounds:\n" + "\n".join(targets(mode, low)))
+    print("\n".join(targets(mode, ratios_of(med))))
+    print("by the least of the rounds:\n" + "\n".join(targets(mode, ratios_of(low))))
+    # the steadiest of the three here: each round's two values side by side, in one mode
+    print("by the median of the rounds' own ratios (rounds in one mode):\n" +
+          "\n".join(targets(mode, paired_ratios(by_round))))
     if failed:
         print("failed runs:\n  " + "\n  ".join(failed))
         return 1
