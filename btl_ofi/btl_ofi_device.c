@@ -21,6 +21,7 @@
 #include "btl_ofi_pvar.h"
 #include "btl_ofi_rcache.h"
 #include "btl_ofi_report.h"
+#include "btl_ofi_wake.h"
 
 static int mca_btl_ofi_device_error(const mca_btl_ofi_module_t *module, const char *call, int rc)
 {
@@ -174,8 +175,10 @@ static int mca_btl_ofi_open_fids(mca_btl_ofi_module_t *module)
     struct fi_cq_attr cq_attr = {
         .size = tx && rx ? 4 * tx + rx : 0,
         .format = FI_CQ_FORMAT_CONTEXT,
-        .wait_obj = FI_WAIT_NONE,
+        /* a descriptor to poll through io_uring (btl_ofi_wake.h), where wanted and offered */
+        .wait_obj = mca_btl_ofi_wake_wanted(module) ? FI_WAIT_FD : FI_WAIT_NONE,
     };
+    const size_t first_size = cq_attr.size;
     int rc;
 
     if (0 != (rc = fi_fabric(module->info->fabric_attr, &module->fabric, NULL))) {
@@ -198,9 +201,30 @@ static int mca_btl_ofi_open_fids(mca_btl_ofi_module_t *module)
                             MCA_BTL_OFI_LOG "a CQ of %zu entries was refused", cq_attr.size);
         cq_attr.size = queues > 1 ? queues / 2 * tx + rx : 0;
     }
+    if (NULL == module->cq && FI_WAIT_FD == cq_attr.wait_obj &&
+        0 != fi_cq_open(module->domain, &cq_attr, &module->cq, NULL)) {
+        /* no CQ with a descriptor: the sizes again without one */
+        module->cq = NULL;
+        opal_output_verbose(10, mca_btl_ofi_output,
+                            MCA_BTL_OFI_LOG "%s: no CQ with a wait descriptor (FI_WAIT_FD): "
+                                            "read at the pace alone",
+                            module->info->domain_attr->name);
+        cq_attr.wait_obj = FI_WAIT_NONE;
+        cq_attr.size = first_size;
+        for (size_t queues = 4; 0 != cq_attr.size; queues /= 2) {
+            if (0 == fi_cq_open(module->domain, &cq_attr, &module->cq, NULL)) {
+                break;
+            }
+            module->cq = NULL;
+            cq_attr.size = queues > 1 ? queues / 2 * tx + rx : 0;
+        }
+    }
     module->cq_size = cq_attr.size;
     if (NULL == module->cq && 0 != (rc = fi_cq_open(module->domain, &cq_attr, &module->cq, NULL))) {
         return mca_btl_ofi_device_error(module, "fi_cq_open", rc);
+    }
+    if (FI_WAIT_FD == cq_attr.wait_obj) {
+        mca_btl_ofi_wake_attach(module);
     }
     mca_btl_ofi_name_shm(module);
     if (0 != (rc = fi_endpoint(module->domain, module->info, &module->ep, NULL))) {
@@ -353,6 +377,7 @@ void mca_btl_ofi_device_close_ep(mca_btl_ofi_module_t *module)
 
 void mca_btl_ofi_device_close(mca_btl_ofi_module_t *module)
 {
+    mca_btl_ofi_wake_detach(module);
     if (module->quarantined) {
         /* a failed NIC's provider, never called again (btl_ofi_fault.h): closing its
          * endpoint could crash in the provider, and the rest is bound to it */

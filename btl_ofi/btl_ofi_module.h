@@ -147,6 +147,15 @@ struct mca_btl_ofi_module_t {
      *  it. On the node-local module (mca_btl_ofi_progress_with_local): what a quiet read of
      *  its CQ costs, and until when it counts as at work (idle_read_next unused) */
     uint64_t idle_read_ns, idle_read_next, eager_until;
+    /** such a network module's CQ descriptor (FI_WAIT_FD), polled through a ring of its
+     *  own (btl_ofi_wake.h): its state (MCA_BTL_OFI_WAKE_*), the descriptor, the ring,
+     *  progress calls that found the ring quiet since the last look at the clock, and when
+     *  an armed one is read all the same (CLOCK_MONOTONIC ns) */
+    int wake_state;
+    int wake_fd;
+    struct mca_btl_ofi_wake_ring_t *wake_ring;
+    unsigned wake_passes, wake_quiet;
+    uint64_t wake_safety_next;
 
     /* A NIC that fails while operations are in flight on it (btl_ofi_fault.c). */
     /** a network module: its operations are listed (posted) and a stall is looked into */

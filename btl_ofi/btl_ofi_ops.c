@@ -14,6 +14,7 @@
 #include "btl_ofi_fault.h"
 #include "btl_ofi_rcache.h"
 #include "btl_ofi_report.h"
+#include "btl_ofi_wake.h"
 
 OBJ_CLASS_INSTANCE(mca_btl_ofi_op_t, opal_free_list_item_t, NULL, NULL);
 
@@ -305,14 +306,36 @@ static int mca_btl_ofi_progress_every(mca_btl_ofi_module_t *module, bool paced, 
 {
     mca_btl_ofi_module_t *local = module->local;
     uint64_t before, after, pause;
-    bool moved;
+    bool moved, woken = false;
     int events;
 
     if (!paced || 0 == mca_btl_ofi_params.idle_poll_ratio || mca_btl_ofi_module_busy(module)) {
         return mca_btl_ofi_progress_module(module);
     }
+    if (MCA_BTL_OFI_WAKE_ARMED == __atomic_load_n(&module->wake_state, __ATOMIC_ACQUIRE)) {
+        /* left unread while its poll is pending (btl_ofi_wake.h): a look at the ring at each
+         * call, at the clock once in MCA_BTL_OFI_WAKE_SAFETY_PASSES of them */
+        if (mca_btl_ofi_wake_fired(module)) {
+            mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_WOKEN, 1);
+            woken = true;
+        } else if (++module->wake_passes < MCA_BTL_OFI_WAKE_SAFETY_PASSES) {
+            return 0;
+        } else {
+            module->wake_passes = 0;
+            before = 0 != now ? now : mca_btl_ofi_now_ns();
+            if (0 == module->wake_safety_next || before < module->wake_safety_next) {
+                if (0 == module->wake_safety_next) {
+                    module->wake_safety_next = before + MCA_BTL_OFI_WAKE_SAFETY_NS;
+                }
+                return 0;
+            }
+            /* read all the same; the poll stays pending, the module armed */
+            module->wake_safety_next = before + MCA_BTL_OFI_WAKE_SAFETY_NS;
+            return mca_btl_ofi_progress_module(module);
+        }
+    }
     before = 0 != now ? now : mca_btl_ofi_now_ns();
-    if (before < module->idle_read_next && before >= module->eager_until) {
+    if (!woken && before < module->idle_read_next && before >= module->eager_until) {
         return 0;
     }
     events = mca_btl_ofi_progress_module(module);
@@ -321,7 +344,11 @@ static int mca_btl_ofi_progress_every(mca_btl_ofi_module_t *module, bool paced, 
     if (mca_btl_ofi_read_cost(module, after, after - before, moved)) {
         mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_SERVING, 1);
     }
-    if (after < module->eager_until) {
+    module->wake_quiet = moved ? 0
+                         : module->wake_quiet < MCA_BTL_OFI_WAKE_QUIET_READS ? module->wake_quiet + 1
+                                                                              : module->wake_quiet;
+    if (after < module->eager_until ||
+        (module->wake_quiet >= MCA_BTL_OFI_WAKE_QUIET_READS && mca_btl_ofi_wake_arm(module))) {
         return events;
     }
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_PAUSES, 1);
@@ -350,7 +377,11 @@ int mca_btl_ofi_progress_with_local(mca_btl_ofi_module_t *module, bool local_too
     uint64_t before, after = 0;
     int events = 0;
 
-    if (local_too && 0 == mca_btl_ofi_params.idle_poll_ratio) {
+    if (local_too && (0 == mca_btl_ofi_params.idle_poll_ratio ||
+                      MCA_BTL_OFI_WAKE_ARMED ==
+                          __atomic_load_n(&module->wake_state, __ATOMIC_RELAXED))) {
+        /* read at every pass; untimed where nothing is paced, or where the network CQ is
+         * left to its io_uring poll (no pause to choose by how busy this domain is) */
         events = mca_btl_ofi_progress_module(local);
     } else if (local_too) {
         before = mca_btl_ofi_now_ns();

@@ -137,6 +137,25 @@ static mca_btl_ofi_int_param_t mca_btl_ofi_int_params[] = {
         .value = &mca_btl_ofi_params.local_busy_poll_us,
     },
     {
+        .name = "wake",
+        .help = "Where a network completion queue is read at the pace of "
+                "btl_ofi_idle_poll_ratio and btl_ofi_local_busy_poll_us, and its provider "
+                "applies peers' operations only in this process's calls (tcp, sockets): 1 "
+                "opens it with a wait descriptor (FI_WAIT_FD), and once two reads in a row "
+                "find nothing and the provider says nothing is left to do (fi_trywait), "
+                "leaves it unread, the clock unread too, until a poll of that descriptor "
+                "submitted to an io_uring of the module's own completes (a peer's request, a "
+                "completion); then reads it at the next progress call; all the same once 64 "
+                "calls and a millisecond have gone by. On-node operations then meet no "
+                "network read; with libfabric 1.17's tcp a CQ with a wait descriptor costs "
+                "operations to other nodes some 10-15% (NOTES.txt 2c). Linux io_uring only "
+                "(refused: the pace alone, said at verbose 10). 0: the pace alone",
+        .default_text = "0",
+        .min = 0,
+        .max = 1,
+        .value = &mca_btl_ofi_params.wake,
+    },
+    {
         .name = "nic_timeout",
         .help = "Seconds a NIC may complete nothing while operations wait on it before btl-ofi "
                 "takes it for failed: the operations on it fail (MPI returns an error) or, for "

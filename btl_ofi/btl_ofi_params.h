@@ -108,6 +108,10 @@ typedef struct mca_btl_ofi_params_t {
     /** microseconds between reads of that CQ while the node-local domain is at work; 0: the
      *  idle_poll_ratio pace (btl_ofi_ops.c) */
     int local_busy_poll_us;
+    /** 1: a network CQ read at a pace is left unread while idle until an io_uring poll
+     *  of its descriptor completes (btl_ofi_wake.h), where the provider needs this
+     *  process's progress */
+    int wake;
     /** seconds without a completion, operations waiting, that mean a failed NIC; -1: 60
      *  where the provider progresses data itself, else never; 0: never (btl_ofi_fault.c) */
     int nic_timeout;

@@ -170,10 +170,22 @@ static const struct {
                                     MCA_BASE_PVAR_CLASS_COUNTER},
     [MCA_BTL_OFI_CNT_CQ_LONG_PAUSES] = {"cq_long_pauses",
                                         "Of the pauses of cq_pauses, those made the longest "
-                                        "(20 us) because the node-local domain was at work: "
+                                        "(btl_ofi_local_busy_poll_us) because the node-local "
+                                        "domain was at work: "
                                         "operations of this process's own in flight on it, or "
                                         "a read of it lately that served an on-node peer",
                                         MCA_BASE_PVAR_CLASS_COUNTER},
+    [MCA_BTL_OFI_CNT_CQ_ARMED] = {"cq_wake_armed",
+                                  "Times an idle network completion queue was left unread "
+                                  "until an io_uring poll of its descriptor completes "
+                                  "(btl_ofi_wake) instead of a pause: the provider said "
+                                  "nothing was left to do (fi_trywait)",
+                                  MCA_BASE_PVAR_CLASS_COUNTER},
+    [MCA_BTL_OFI_CNT_CQ_WOKEN] = {"cq_wake_reads",
+                                  "Reads of such a completion queue because that poll "
+                                  "completed (a peer's request or a completion made the "
+                                  "descriptor readable)",
+                                  MCA_BASE_PVAR_CLASS_COUNTER},
     [MCA_BTL_OFI_CNT_SELF_SERVED] = {"self_served",
                                      "Calls for operations on this process's own memory that "
                                      "came without a registration handle (osc/rdma 4.1 on one "

@@ -58,6 +58,8 @@ enum mca_btl_ofi_counter_id_t {
     MCA_BTL_OFI_CNT_CQ_PAUSES,     /**< idle network CQ reads followed by a pause (btl_ofi_ops.c) */
     MCA_BTL_OFI_CNT_CQ_SERVING,    /**< idle network CQ reads that served a peer (cost) */
     MCA_BTL_OFI_CNT_CQ_LONG_PAUSES, /**< pauses made longest: the node-local domain at work */
+    MCA_BTL_OFI_CNT_CQ_ARMED,      /**< idle network CQs left to an io_uring poll (btl_ofi_wake.c) */
+    MCA_BTL_OFI_CNT_CQ_WOKEN,      /**< reads of such a CQ because that poll completed */
     MCA_BTL_OFI_CNT_SELF_SERVED, /**< handle-less accesses to own memory served (locate.h) */
     MCA_BTL_OFI_CNT_MAX,
 };

@@ -30,11 +30,15 @@ the job has four:
                     sockets in every progress pass of the pair
   on-node rails, tcp thread, busy poll 200us   the same with local_busy_poll_us=200: the
                     network CQ read once in 200 us (not 20) while the shm domain is at work
+  on-node rails, tcp thread, wake   the same with wake=1: the idle tcp CQ left to an
+                    io_uring poll of its descriptor (btl_ofi_wake.h), neither it nor the
+                    clock read meanwhile
   on-node rails, tcp thread, every pass   the same with idle_poll_ratio=0: btl-ofi's
                     network CQ read at every pass (as before the pace, NOTES.txt 2c)
   on-node net       the same with local_provider=none: the pair over tcp
   off-node rails    4 ranks, 2 per host, ranks 0 and 1 on different hosts
                     (mapped by node): tcp, with the shm domain open beside it
+  off-node rails, wake   the same with wake=1
   off-node net      the same with local_provider=none
 Each also runs osc_latency -g 200 (put, get, fop of 8 bytes, 200 us untimed before each:
 the target has gone quiet, so a network CQ read at a pace (btl_<c>_idle_poll_ratio,
@@ -126,10 +130,13 @@ NODE_LOCAL = {
                line=RAILS_LINE),
         Config("on-node rails, tcp thread, busy poll 200us", 4, 2, NET,
                {"local_busy_poll_us": 200}, {"btl_tcp_progress_thread": "1"}, line=RAILS_LINE),
+        Config("on-node rails, tcp thread, wake", 4, 2, NET, {"wake": 1},
+               {"btl_tcp_progress_thread": "1"}, line=RAILS_LINE),
         Config("on-node rails, tcp thread, every pass", 4, 2, NET, {"idle_poll_ratio": 0},
                {"btl_tcp_progress_thread": "1"}, line=RAILS_LINE),
         Config("on-node net", 4, 2, NET, {"local_provider": "none"}, unlike=RAILS_LINE),
         Config("off-node rails", 4, 2, NET, {}, line=RAILS_LINE, map_by="node"),
+        Config("off-node rails, wake", 4, 2, NET, {"wake": 1}, line=RAILS_LINE, map_by="node"),
         Config("off-node net", 4, 2, NET, {"local_provider": "none"}, unlike=RAILS_LINE,
                map_by="node"),
     ],
@@ -150,7 +157,12 @@ NODE_LOCAL = {
                  None),
                 ("on-node rails, tcp thread, busy poll 200us", "2-host shm", "lat_us", None, 1.1,
                  None),
+                ("on-node rails, tcp thread, wake", "1-node shm, 4 ranks, tcp thread", "lat_us",
+                 None, 1.1, None),
                 ("off-node rails", "off-node net", "lat_us", None, 1.1, None),
+                ("off-node rails, wake", "off-node rails", "lat_us", None, 1.1, None),
+                ("off-node rails, wake", "off-node rails", f"lat_us_after_{GAP_US}us", None, 1.1,
+                 None),
                 ("off-node rails", "off-node net", f"lat_us_after_{GAP_US}us", None, 1.1,
                  None)],
     "setup": [],

@@ -30,7 +30,8 @@ COUNTERS = tuple(PREFIX + name for name in (
     "rcache_entries", "atomics_as_messages", "gets_as_messages", "messages_applied",
     "refused_count", "registrations_failed", "cq_polls", "local_put_count", "local_get_count",
     "local_atomic_count", "local_peers", "stripe_count", "nics", "peers", "nic_failures",
-    "stripe_parts_moved", "cq_pauses", "cq_serving_reads", "cq_long_pauses", "self_served",
+    "stripe_parts_moved", "cq_pauses", "cq_serving_reads", "cq_long_pauses", "cq_wake_armed",
+    "cq_wake_reads", "self_served",
 ))
 
 _CDEF = """

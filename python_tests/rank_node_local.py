@@ -31,7 +31,7 @@ from rank_own_cas import cas_increments
 
 COUNTERS = ("put_count", "get_count", "atomic_count", "local_put_count", "local_get_count",
             "local_atomic_count", "local_peers", "cq_pauses", "cq_serving_reads",
-            "cq_long_pauses")
+            "cq_long_pauses", "cq_wake_armed", "cq_wake_reads")
 
 
 def _stamp(rank):

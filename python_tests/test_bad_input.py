@@ -143,7 +143,7 @@ Open MPI continues without it.
 #   progress_batch: 0, 9999, abc;  op_free_list_max: xyz, -5
 #   inject_eagain: lots, 1001;  inject_cq_error: 1.5
 #   put_coalesce: 2, yes;  put_coalesce_max: 0, 1M;  nic_timeout: -2, 1m
-#   idle_poll_ratio: -1, 1025, fast;  local_busy_poll_us: -1, 20us
+#   idle_poll_ratio: -1, 1025, fast;  local_busy_poll_us: -1, 20us;  wake: 2, yes
 #   FI_PROVIDER=nosuch_provider (environment)
 #   provider net alone (no 64-bit CAS), a provider needing a declined MR mode, a declined provider
 CASES = {
@@ -182,7 +182,8 @@ CASES = {
            ("nic_timeout", "1m", "-1", "86400"), ("idle_poll_ratio", "-1", "0", "1024"),
            ("idle_poll_ratio", "1025", "0", "1024"), ("idle_poll_ratio", "fast", "0", "1024"),
            ("local_busy_poll_us", "-1", "0", "1000000"),
-           ("local_busy_poll_us", "20us", "0", "1000000")]},
+           ("local_busy_poll_us", "20us", "0", "1000000"),
+           ("wake", "2", "0", "1"), ("wake", "yes", "0", "1")]},
 }
 
 

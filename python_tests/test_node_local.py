@@ -39,6 +39,8 @@ PROVIDER = "tcp;ofi_rxm"
 PER_HOST = 2
 NRANKS = 2 * PER_HOST
 CHECK = {"kind": "node_local", "id": "node_local", "rounds": 300}
+# btl-ofi's verbose line where btl_<c>_wake=1 set up a module's io_uring (btl_ofi_wake.c)
+WAKE_LINE = "until an io_uring poll of its descriptor completes"
 
 
 @pytest.fixture(scope="module")
@@ -100,6 +102,8 @@ def test_node_peers_over_shm(two_per_host, tmp_path):
     for rank, line in lines.items():
         assert line["counters"]["cq_pauses"] > 0, \
             f"rank {rank}: the tcp CQ beside shm was never paused: {line['counters']}"
+        assert line["counters"]["cq_wake_armed"] == 0, \
+            f"rank {rank}: btl_<c>_wake is off by default, yet {line['counters']}"
     # while the node-local domain is at work (the pair hammers rank 0's counter over shm:
     # rank 1's own operations in flight, rank 0's shm reads that serve them) the pause is
     # the longest
@@ -134,6 +138,26 @@ def test_no_long_pause(two_per_host, tmp_path):
         assert c["cq_pauses"] > 0, f"rank {rank}: the tcp CQ beside shm never paused: {c}"
 
 
+def test_wake(two_per_host, tmp_path):
+    """wake=1 (NOTES.txt 2c): while idle, the tcp CQ beside shm is left unread until an
+    io_uring poll of its descriptor completes. Every rank arms it and reads it when its poll
+    completes (rank 0, whose counter the other node's ranks hammer over tcp, is served that
+    way); the sums stay exact (_run)."""
+    launch, lines = _run(two_per_host, tmp_path, ours={"wake": 1})
+    text = launch.stderr + launch.stdout
+    refused = [line for line in text.splitlines() if "no io_uring here" in line]
+    if refused:
+        pytest.skip(f"io_uring refused on this machine: {refused[0].strip()}")
+    assert text.count(WAKE_LINE) == NRANKS, \
+        f"not every rank set up its ring:\n{text[-2000:]}"
+    for rank, line in lines.items():
+        c = line["counters"]
+        assert c["cq_wake_armed"] > 0 and c["cq_wake_reads"] > 0, \
+            f"rank {rank}: the tcp CQ was never left to its poll, or the poll never woke it: {c}"
+        # one poll per arming, one read per poll that completed
+        assert c["cq_wake_reads"] <= c["cq_wake_armed"], f"rank {rank}: {c}"
+
+
 def test_node_atomics_over_network(two_per_host, tmp_path):
     _, lines = _run(two_per_host, tmp_path, ours={"local_atomics": "network"})
     for rank, line in lines.items():
@@ -156,15 +180,17 @@ def test_node_local_off(two_per_host, tmp_path):
             f"rank {rank}: {c}"
 
 
-def test_stress_mixed(two_per_host, tmp_path):
+@pytest.mark.parametrize("wake", [0, 1], ids=["pace", "wake"])
+def test_stress_mixed(two_per_host, tmp_path, wake):
     """osc_stress (random puts, gets and atomics to every rank, each phase checked exactly)
     on create and allocate windows, every synchronization mode, with each rank's node
-    partner over shm and the other two over tcp."""
+    partner over shm and the other two over tcp; the tcp CQ read at the pace, or left to
+    its io_uring poll while idle (wake=1)."""
     argv = launcher.mpirun_argv(
         NRANKS, PROVIDER, None, "rdma", f"self,{launcher.node_btl()},tcp,"
         f"{launcher.component_name()}", program=REPO / "osc_stress",
         program_args=["-s", "26", "-e", "4", "-f", "create,allocate"], native=True,
-        hosts=two_per_host)
+        hosts=two_per_host, ours={"wake": wake})
     env = launcher.mpi_env()
     env.update(two_per_host.env())
     run = launcher.run_argv(argv, 300, env, tmp_path)
@@ -174,6 +200,8 @@ def test_stress_mixed(two_per_host, tmp_path):
         f"{run.stdout[-2500:]}\n{run.stderr[-2500:]}"
     assert text.count("peers on this node over shm") == NRANKS, \
         f"not every rank carried its node over shm:\n{text[-2000:]}"
+    assert text.count(WAKE_LINE) == (NRANKS if wake and "no io_uring here" not in text else 0), \
+        f"wake={wake}: {text.count(WAKE_LINE)} ranks set up an io_uring poll:\n{text[-2000:]}"
     moved = [line for line in run.stdout.splitlines()
              if line.startswith("flavor ") and " puts=0 " not in f"{line} "]
     assert moved, f"osc_stress reports no puts through btl-ofi:\n{run.stdout[-1500:]}"

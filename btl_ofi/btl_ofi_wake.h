@@ -1,0 +1,116 @@
+/*
+ * btl-ofi: a network CQ left unread until the kernel says it has something to do
+ * (btl_ofi_wake.c; NOTES.txt section 2c).
+ *
+ * A network module beside others (peers on this node over the node-local provider,
+ * further NICs) reads its CQ at a pace while nothing of its own is in flight on it
+ * (btl_ofi_ops.c): a read of an idle tcp;ofi_rxm CQ is a system call, and such reads
+ * every 20 us, with the clock reads of the pace, cost the on-node operations they fall
+ * among some 10-15% (NOTES.txt 2c). Where the provider applies peers' operations only
+ * inside this process's calls (data_progress FI_PROGRESS_MANUAL: tcp, sockets over rxm),
+ * the pace is also how late a peer on another node is served.
+ *
+ * With btl_ofi_wake=1 (Linux io_uring; off by default: NOTES.txt 2c says what it costs
+ * operations to other nodes on libfabric 1.17), such a module's CQ is opened with a
+ * descriptor to wait on (FI_WAIT_FD). When the pace would pause after
+ * MCA_BTL_OFI_WAKE_QUIET_READS quiet reads in a row, fi_trywait asks the provider whether
+ * anything is left for this process's calls to do; if not, the module is armed: one poll
+ * of that descriptor (IORING_OP_POLL_ADD, one shot) is submitted to a ring of the module's
+ * own. The CQ is then not read, and the clock not looked at, until the ring shows the poll
+ * done (a peer's request or a completion made the descriptor readable), or
+ * MCA_BTL_OFI_WAKE_SAFETY_PASSES progress calls went by and MCA_BTL_OFI_WAKE_SAFETY_NS with
+ * them (for what the descriptor may not show). A look at the ring is a load or two: where
+ * the kernel can (5.19 and later) it flags a completed poll in the ring and the process
+ * lets it post it with one io_uring_enter, rather than being interrupted for it.
+ */
+
+#ifndef MCA_BTL_OFI_WAKE_H
+#define MCA_BTL_OFI_WAKE_H
+
+#include "btl_ofi_module.h"
+
+BEGIN_C_DECLS
+
+/** module->wake_state */
+enum {
+    MCA_BTL_OFI_WAKE_NONE = 0, /**< no ring: the pace alone */
+    MCA_BTL_OFI_WAKE_IDLE,     /**< read at the pace, armed when it would pause */
+    MCA_BTL_OFI_WAKE_ARMED,    /**< a poll of its descriptor pending in the ring: left unread */
+    MCA_BTL_OFI_WAKE_ARMING,   /**< one thread is arming it (fi_trywait, the submission) */
+};
+
+/** Quiet reads in a row (nothing came, nothing of its own in flight) before a module is
+ *  armed: fi_trywait costs system calls, so none while operations of its own come and go
+ *  (a pause between them, a read that finds their completions, and so on). */
+#define MCA_BTL_OFI_WAKE_QUIET_READS 2u
+
+/** An armed module's CQ is read all the same after this many progress calls that found
+ *  its ring quiet, once this much time has gone by as well (the clock is read then only). */
+#define MCA_BTL_OFI_WAKE_SAFETY_PASSES 64u
+#define MCA_BTL_OFI_WAKE_SAFETY_NS 1000000u
+
+/** A module's ring (btl_ofi_wake.c): where its completion queue's head and tail are. */
+typedef struct mca_btl_ofi_wake_ring_t {
+    unsigned *cq_head, *cq_tail;
+    /** the ring's flags, and the one that says the kernel has work for this process to
+     *  let it do (a poll completed: IORING_SQ_TASKRUN; 0 where the kernel interrupts the
+     *  process for it instead) */
+    unsigned *sq_flags, taskrun;
+    unsigned *sq_tail, *sq_mask, *sq_array;
+    void *sqes;
+    int ring_fd;
+    void *maps[3];
+    size_t map_sizes[3];
+} mca_btl_ofi_wake_ring_t;
+
+/** Whether module's CQ should be opened with FI_WAIT_FD (before fi_cq_open): the
+ *  parameter allows it, the provider needs this process's progress, and the module will
+ *  be read at a pace (a network module where a job spans nodes and other domains are
+ *  wanted beside it, or a further NIC). */
+bool mca_btl_ofi_wake_wanted(const mca_btl_ofi_module_t *module);
+
+/** After module's CQ was opened with FI_WAIT_FD: takes its descriptor and sets up the
+ *  ring. Nothing is armed yet; on any failure (said at verbose 10) the module keeps the
+ *  pace alone. */
+void mca_btl_ofi_wake_attach(mca_btl_ofi_module_t *module);
+
+/** Before module's CQ is closed: its ring closed (a pending poll goes with it). */
+void mca_btl_ofi_wake_detach(mca_btl_ofi_module_t *module);
+
+/** Where module's pace would pause now: fi_trywait, and arms module where it says nothing
+ *  is left to do. @return whether module is armed (also where it was already) */
+bool mca_btl_ofi_wake_arm(mca_btl_ofi_module_t *module);
+
+/** An armed module: whether its poll is done (the descriptor became readable, or the poll
+ *  ended otherwise); then it is no longer armed. */
+/** An io_uring_enter(2) that lets the kernel post what it has for module's ring. */
+void mca_btl_ofi_wake_run(mca_btl_ofi_module_t *module);
+
+static inline bool mca_btl_ofi_wake_fired(mca_btl_ofi_module_t *module)
+{
+    mca_btl_ofi_wake_ring_t *ring = module->wake_ring;
+    unsigned head = __atomic_load_n(ring->cq_head, __ATOMIC_ACQUIRE);
+
+    if (head == __atomic_load_n(ring->cq_tail, __ATOMIC_ACQUIRE)) {
+        if (0 == (__atomic_load_n(ring->sq_flags, __ATOMIC_ACQUIRE) & ring->taskrun)) {
+            return false;
+        }
+        mca_btl_ofi_wake_run(module);
+        if (head == __atomic_load_n(ring->cq_tail, __ATOMIC_ACQUIRE)) {
+            return false;
+        }
+    }
+    /* one poll in flight at a time: this is its completion (its result does not matter:
+     * readable, or ended some other way, the CQ is read now either way), taken by one
+     * thread where several make progress */
+    if (!__atomic_compare_exchange_n(ring->cq_head, &head, head + 1, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) {
+        return false;
+    }
+    __atomic_store_n(&module->wake_state, MCA_BTL_OFI_WAKE_IDLE, __ATOMIC_RELEASE);
+    return true;
+}
+
+END_C_DECLS
+
+#endif /* MCA_BTL_OFI_WAKE_H */
