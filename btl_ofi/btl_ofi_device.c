@@ -160,6 +160,33 @@ static void mca_btl_ofi_name_shm(mca_btl_ofi_module_t *module)
                         copy);
 }
 
+/* module's CQ, opened with cq_attr (its size set here). Room for the completions of four
+ * transmit queues and a receive queue (fi_cq(3): a CQ that overruns loses completions): new
+ * operations may fill two transmit queues while completions wait to be read, and what they
+ * post on their own two more (mca_btl_ofi_op_room). A NIC whose CQs cannot be that large:
+ * two and one transmit queues, then its own size (0, which bounds nothing here).
+ * @return 0, or fi_cq_open's error at the last size tried */
+static int mca_btl_ofi_cq_open(mca_btl_ofi_module_t *module, struct fi_cq_attr *cq_attr)
+{
+    const size_t tx = module->info->tx_attr->size, rx = module->info->rx_attr->size;
+    int rc;
+
+    cq_attr->size = tx && rx ? 4 * tx + rx : 0;
+    for (size_t queues = 4;; queues /= 2) {
+        rc = fi_cq_open(module->domain, cq_attr, &module->cq, NULL);
+        if (0 == rc) {
+            return 0;
+        }
+        module->cq = NULL;
+        if (0 == cq_attr->size) {
+            return rc;
+        }
+        opal_output_verbose(10, mca_btl_ofi_output,
+                            MCA_BTL_OFI_LOG "a CQ of %zu entries was refused", cq_attr->size);
+        cq_attr->size = queues > 1 ? queues / 2 * tx + rx : 0;
+    }
+}
+
 static int mca_btl_ofi_open_fids(mca_btl_ofi_module_t *module)
 {
     struct fi_av_attr av_attr = {
@@ -167,18 +194,11 @@ static int mca_btl_ofi_open_fids(mca_btl_ofi_module_t *module)
                     ? FI_AV_TABLE
                     : module->info->domain_attr->av_type,
     };
-    /* Room for the completions of four transmit queues and a receive queue (fi_cq(3): a CQ
-     * that overruns loses completions): new operations may fill two transmit queues while
-     * completions wait to be read, and what they post on their own two more
-     * (mca_btl_ofi_op_room); 0 lets the provider choose (and bounds nothing). */
-    const size_t tx = module->info->tx_attr->size, rx = module->info->rx_attr->size;
     struct fi_cq_attr cq_attr = {
-        .size = tx && rx ? 4 * tx + rx : 0,
         .format = FI_CQ_FORMAT_CONTEXT,
         /* a descriptor to poll through io_uring (btl_ofi_wake.h), where wanted and offered */
         .wait_obj = mca_btl_ofi_wake_wanted(module) ? FI_WAIT_FD : FI_WAIT_NONE,
     };
-    const size_t first_size = cq_attr.size;
     int rc;
 
     if (0 != (rc = fi_fabric(module->info->fabric_attr, &module->fabric, NULL))) {
@@ -190,39 +210,19 @@ static int mca_btl_ofi_open_fids(mca_btl_ofi_module_t *module)
     if (0 != (rc = fi_av_open(module->domain, &av_attr, &module->av, NULL))) {
         return mca_btl_ofi_device_error(module, "fi_av_open", rc);
     }
-    /* A NIC whose CQs cannot be that large: two and one transmit queues, then its own size
-     * (which bounds nothing here). */
-    for (size_t queues = 4; 0 != cq_attr.size; queues /= 2) {
-        if (0 == fi_cq_open(module->domain, &cq_attr, &module->cq, NULL)) {
-            break;
-        }
-        module->cq = NULL;
-        opal_output_verbose(10, mca_btl_ofi_output,
-                            MCA_BTL_OFI_LOG "a CQ of %zu entries was refused", cq_attr.size);
-        cq_attr.size = queues > 1 ? queues / 2 * tx + rx : 0;
-    }
-    if (NULL == module->cq && FI_WAIT_FD == cq_attr.wait_obj &&
-        0 != fi_cq_open(module->domain, &cq_attr, &module->cq, NULL)) {
-        /* no CQ with a descriptor: the sizes again without one */
-        module->cq = NULL;
+    rc = mca_btl_ofi_cq_open(module, &cq_attr);
+    if (0 != rc && FI_WAIT_FD == cq_attr.wait_obj) {
         opal_output_verbose(10, mca_btl_ofi_output,
                             MCA_BTL_OFI_LOG "%s: no CQ with a wait descriptor (FI_WAIT_FD): "
                                             "read at the pace alone",
                             module->info->domain_attr->name);
         cq_attr.wait_obj = FI_WAIT_NONE;
-        cq_attr.size = first_size;
-        for (size_t queues = 4; 0 != cq_attr.size; queues /= 2) {
-            if (0 == fi_cq_open(module->domain, &cq_attr, &module->cq, NULL)) {
-                break;
-            }
-            module->cq = NULL;
-            cq_attr.size = queues > 1 ? queues / 2 * tx + rx : 0;
-        }
+        rc = mca_btl_ofi_cq_open(module, &cq_attr);
     }
-    module->cq_size = cq_attr.size;
-    if (NULL == module->cq && 0 != (rc = fi_cq_open(module->domain, &cq_attr, &module->cq, NULL))) {
+    if (0 != rc) {
         return mca_btl_ofi_device_error(module, "fi_cq_open", rc);
     }
+    module->cq_size = cq_attr.size;
     if (FI_WAIT_FD == cq_attr.wait_obj) {
         mca_btl_ofi_wake_attach(module);
     }
