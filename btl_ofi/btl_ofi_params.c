@@ -147,11 +147,12 @@ static mca_btl_ofi_int_param_t mca_btl_ofi_int_params[] = {
                 "submitted to an io_uring of the module's own completes (a peer's request, a "
                 "completion); then reads it at the next progress call; all the same once 64 "
                 "calls and a millisecond have gone by. On-node operations then meet no "
-                "network read; with libfabric 1.17's tcp a CQ with a wait descriptor costs "
-                "operations to other nodes some 10-15% (NOTES.txt 2c). Linux io_uring only "
-                "(refused: the pace alone, said at verbose 10). 0: the pace alone",
-        .default_text = "0",
-        .min = 0,
+                "network read. 0: the pace alone. -1 (auto): 1 with libfabric 2 and later, "
+                "0 before (libfabric 1.17's tcp makes a completion queue with a wait "
+                "descriptor cost operations to other nodes 10-15%; NOTES.txt 2c). Linux "
+                "io_uring only (refused: the pace alone, said at verbose 10)",
+        .default_text = "-1",
+        .min = -1,
         .max = 1,
         .value = &mca_btl_ofi_params.wake,
     },

@@ -110,7 +110,7 @@ typedef struct mca_btl_ofi_params_t {
     int local_busy_poll_us;
     /** 1: a network CQ read at a pace is left unread while idle until an io_uring poll
      *  of its descriptor completes (btl_ofi_wake.h), where the provider needs this
-     *  process's progress */
+     *  process's progress; -1: so with libfabric 2 and later */
     int wake;
     /** seconds without a completion, operations waiting, that mean a failed NIC; -1: 60
      *  where the provider progresses data itself, else never; 0: never (btl_ofi_fault.c) */

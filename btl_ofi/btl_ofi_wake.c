@@ -34,9 +34,18 @@
 #include "btl_ofi_pvar.h"
 #include "btl_ofi_rails.h"
 
+/* auto (-1): libfabric 2 and later. 1.17's tcp;ofi_rxm pays for a CQ with a wait
+ * descriptor on every round trip (its progress then polls the wait set with epoll_wait),
+ * which costs operations to other nodes 10-15%; 2.1's does not (NOTES.txt 2c). */
+static bool mca_btl_ofi_wake_on(void)
+{
+    return 1 == mca_btl_ofi_params.wake ||
+           (-1 == mca_btl_ofi_params.wake && FI_MAJOR(fi_version()) >= 2);
+}
+
 bool mca_btl_ofi_wake_wanted(const mca_btl_ofi_module_t *module)
 {
-    if (!MCA_BTL_OFI_HAVE_IO_URING || 0 == mca_btl_ofi_params.wake ||
+    if (!MCA_BTL_OFI_HAVE_IO_URING || !mca_btl_ofi_wake_on() ||
         0 == mca_btl_ofi_params.idle_poll_ratio ||
         FI_PROGRESS_MANUAL != module->info->domain_attr->data_progress || 1 == module->slot) {
         return false;

@@ -46,7 +46,8 @@ NOTES.txt 2c) is where a pause would show): rows lat_us_after_200us.
 Targets printed (the issue's): on-node rails (also with the tcp thread) within 1.1x of
 1-node shm; off-node rails within 1.1x of off-node net (unchanged), steady and sporadic;
 and on-node rails with the tcp thread within 1.1x of 1-node shm with the same settings
-(4 ranks, the tcp thread) and of 2-host shm (the same job's shape).
+(4 ranks, the tcp thread) and of 2-host shm (the same job's shape); the same for
+on-node rails with wake; off-node rails with wake within 1.1x of off-node rails.
 
 --mode stripes: large puts and gets over two NICs (btl_<c>_stripe_min). The
 hosts get two veth interfaces each on subnets of their own, each shaped to

@@ -75,6 +75,15 @@ def ompi_major():
     return int(load_env_file().get("BTL_OFI_OMPI_VERSION", "4").split(".")[0])
 
 
+@functools.lru_cache(maxsize=None)
+def libfabric_major():
+    """Major version of the libfabric the ranks load (fi_version() of libfabric.so.1)."""
+    import ctypes  # pylint: disable=import-outside-toplevel
+    lib = ctypes.CDLL("libfabric.so.1")
+    lib.fi_version.restype = ctypes.c_uint32
+    return lib.fi_version() >> 16
+
+
 def default_btls():
     """The BTL list of the suite's jobs: self, the node BTL, and ours."""
     return f"self,{node_btl()},{component_name()}"

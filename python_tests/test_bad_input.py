@@ -183,7 +183,7 @@ CASES = {
            ("idle_poll_ratio", "1025", "0", "1024"), ("idle_poll_ratio", "fast", "0", "1024"),
            ("local_busy_poll_us", "-1", "0", "1000000"),
            ("local_busy_poll_us", "20us", "0", "1000000"),
-           ("wake", "2", "0", "1"), ("wake", "yes", "0", "1")]},
+           ("wake", "2", "-1", "1"), ("wake", "yes", "-1", "1")]},
 }
 
 
