@@ -10,8 +10,9 @@
  * inside this process's calls (data_progress FI_PROGRESS_MANUAL: tcp, sockets over rxm),
  * the pace is also how late a peer on another node is served.
  *
- * With btl_ofi_wake=1 (Linux io_uring; off by default: NOTES.txt 2c says what it costs
- * operations to other nodes on libfabric 1.17), such a module's CQ is opened with a
+ * With btl_ofi_wake (Linux io_uring; by default with libfabric 2 and later: NOTES.txt 2c
+ * says what it costs operations to other nodes on libfabric 1.17), such a module's CQ is
+ * opened with a
  * descriptor to wait on (FI_WAIT_FD). When the pace would pause after
  * MCA_BTL_OFI_WAKE_QUIET_READS quiet reads in a row, fi_trywait asks the provider whether
  * anything is left for this process's calls to do; if not, the module is armed: one poll

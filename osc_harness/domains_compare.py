@@ -32,13 +32,15 @@ the job has four:
                     network CQ read once in 200 us (not 20) while the shm domain is at work
   on-node rails, tcp thread, wake   the same with wake=1: the idle tcp CQ left to an
                     io_uring poll of its descriptor (btl_ofi_wake.h), neither it nor the
-                    clock read meanwhile
+                    clock read meanwhile (the default with libfabric 2 and later)
+  on-node rails, tcp thread, pace   the same with wake=0: the tcp CQ read at the pace
+                    alone (the default with libfabric 1.x)
   on-node rails, tcp thread, every pass   the same with idle_poll_ratio=0: btl-ofi's
                     network CQ read at every pass (as before the pace, NOTES.txt 2c)
   on-node net       the same with local_provider=none: the pair over tcp
   off-node rails    4 ranks, 2 per host, ranks 0 and 1 on different hosts
                     (mapped by node): tcp, with the shm domain open beside it
-  off-node rails, wake   the same with wake=1
+  off-node rails, wake   the same with wake=1; off-node rails, pace: with wake=0
   off-node net      the same with local_provider=none
 Each also runs osc_latency -g 200 (put, get, fop of 8 bytes, 200 us untimed before each:
 the target has gone quiet, so a network CQ read at a pace (btl_<c>_idle_poll_ratio,
@@ -47,7 +49,8 @@ Targets printed (the issue's): on-node rails (also with the tcp thread) within 1
 1-node shm; off-node rails within 1.1x of off-node net (unchanged), steady and sporadic;
 and on-node rails with the tcp thread within 1.1x of 1-node shm with the same settings
 (4 ranks, the tcp thread) and of 2-host shm (the same job's shape); the same for
-on-node rails with wake; off-node rails with wake within 1.1x of off-node rails.
+on-node rails with wake and with the pace; off-node rails with wake within 1.1x of
+off-node rails with the pace.
 
 --mode stripes: large puts and gets over two NICs (btl_<c>_stripe_min). The
 hosts get two veth interfaces each on subnets of their own, each shaped to
@@ -133,11 +136,14 @@ NODE_LOCAL = {
                {"local_busy_poll_us": 200}, {"btl_tcp_progress_thread": "1"}, line=RAILS_LINE),
         Config("on-node rails, tcp thread, wake", 4, 2, NET, {"wake": 1},
                {"btl_tcp_progress_thread": "1"}, line=RAILS_LINE),
+        Config("on-node rails, tcp thread, pace", 4, 2, NET, {"wake": 0},
+               {"btl_tcp_progress_thread": "1"}, line=RAILS_LINE),
         Config("on-node rails, tcp thread, every pass", 4, 2, NET, {"idle_poll_ratio": 0},
                {"btl_tcp_progress_thread": "1"}, line=RAILS_LINE),
         Config("on-node net", 4, 2, NET, {"local_provider": "none"}, unlike=RAILS_LINE),
         Config("off-node rails", 4, 2, NET, {}, line=RAILS_LINE, map_by="node"),
         Config("off-node rails, wake", 4, 2, NET, {"wake": 1}, line=RAILS_LINE, map_by="node"),
+        Config("off-node rails, pace", 4, 2, NET, {"wake": 0}, line=RAILS_LINE, map_by="node"),
         Config("off-node net", 4, 2, NET, {"local_provider": "none"}, unlike=RAILS_LINE,
                map_by="node"),
     ],
@@ -161,9 +167,11 @@ NODE_LOCAL = {
                 ("on-node rails, tcp thread, wake", "1-node shm, 4 ranks, tcp thread", "lat_us",
                  None, 1.1, None),
                 ("off-node rails", "off-node net", "lat_us", None, 1.1, None),
-                ("off-node rails, wake", "off-node rails", "lat_us", None, 1.1, None),
-                ("off-node rails, wake", "off-node rails", f"lat_us_after_{GAP_US}us", None, 1.1,
-                 None),
+                ("off-node rails, wake", "off-node rails, pace", "lat_us", None, 1.1, None),
+                ("off-node rails, wake", "off-node rails, pace", f"lat_us_after_{GAP_US}us", None,
+                 1.1, None),
+                ("on-node rails, tcp thread, pace", "1-node shm, 4 ranks, tcp thread", "lat_us",
+                 None, 1.1, None),
                 ("off-node rails", "off-node net", f"lat_us_after_{GAP_US}us", None, 1.1,
                  None)],
     "setup": [],
