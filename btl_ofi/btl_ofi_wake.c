@@ -3,10 +3,13 @@
  * (btl_ofi_wake.h says what and why; NOTES.txt section 2c).
  *
  * The ring is set up with the raw system calls (io_uring_setup(2), io_uring_enter(2)) and
- * the layout <linux/io_uring.h> gives: no liburing needed. No flag asks the kernel to defer
- * its work (IORING_SETUP_COOP_TASKRUN and the like): a poll that completes is posted from
- * the process's own context as soon as the kernel interrupts it, even while it spins in
- * user space without a system call.
+ * the layout <linux/io_uring.h> gives: no liburing needed. A poll that completes is posted
+ * from the process's own context. With IORING_SETUP_COOP_TASKRUN | TASKRUN_FLAG (Linux 5.19
+ * and later) the kernel flags that in the ring, and the process lets it post it with one
+ * io_uring_enter when it looks; without them (older kernels refuse the flags: EINVAL) it
+ * interrupts the process for it, even while it spins in user space (an IPI; on a virtual
+ * machine an exit to the hypervisor: NOTES.txt 2c measured that dearer). The flags' values
+ * are the kernel's ABI, given here where the headers are older than the kernel may be.
  */
 
 #include "btl_ofi_wake.h"
@@ -26,6 +29,18 @@
 #endif
 #if defined(IORING_OFF_SQ_RING) && defined(__NR_io_uring_setup) && defined(__NR_io_uring_enter)
 #    define MCA_BTL_OFI_HAVE_IO_URING 1
+#    ifndef IORING_FEAT_SINGLE_MMAP
+#        define IORING_FEAT_SINGLE_MMAP (1U << 0)
+#    endif
+#    ifndef IORING_SETUP_COOP_TASKRUN
+#        define IORING_SETUP_COOP_TASKRUN (1U << 8)
+#    endif
+#    ifndef IORING_SETUP_TASKRUN_FLAG
+#        define IORING_SETUP_TASKRUN_FLAG (1U << 9)
+#    endif
+#    ifndef IORING_SQ_TASKRUN
+#        define IORING_SQ_TASKRUN (1U << 2)
+#    endif
 #else
 #    define MCA_BTL_OFI_HAVE_IO_URING 0
 #endif
@@ -143,9 +158,9 @@ static int mca_btl_ofi_wake_submit(mca_btl_ofi_wake_ring_t *ring, int fd)
     memset(sqe, 0, sizeof(*sqe));
     sqe->opcode = IORING_OP_POLL_ADD;
     sqe->fd = fd;
-    /* the 32-bit field of kernels since 5.9 holds the 16-bit one of older kernels in its low
-     * half on little-endian machines, and POLLIN fits in 16 bits */
-    sqe->poll32_events = POLLIN;
+    /* the 16-bit field every kernel reads (5.9 and later read a 32-bit one whose half it
+     * is, arranged so that this stays right on either byte order); POLLIN fits in it */
+    sqe->poll_events = POLLIN;
     sqe->user_data = 1;
     ring->sq_array[index] = index;
     __atomic_store_n(ring->sq_tail, tail + 1, __ATOMIC_RELEASE);
