@@ -323,10 +323,7 @@ static int mca_btl_ofi_progress_every(mca_btl_ofi_module_t *module, bool paced, 
         } else {
             module->wake_passes = 0;
             before = 0 != now ? now : mca_btl_ofi_now_ns();
-            if (0 == module->wake_safety_next || before < module->wake_safety_next) {
-                if (0 == module->wake_safety_next) {
-                    module->wake_safety_next = before + MCA_BTL_OFI_WAKE_SAFETY_NS;
-                }
+            if (before < module->wake_safety_next) {
                 return 0;
             }
             /* read all the same; the poll stays pending, the module armed */
@@ -344,11 +341,13 @@ static int mca_btl_ofi_progress_every(mca_btl_ofi_module_t *module, bool paced, 
     if (mca_btl_ofi_read_cost(module, after, after - before, moved)) {
         mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_SERVING, 1);
     }
-    module->wake_quiet = moved ? 0
-                         : module->wake_quiet < MCA_BTL_OFI_WAKE_QUIET_READS ? module->wake_quiet + 1
-                                                                              : module->wake_quiet;
-    if (after < module->eager_until ||
-        (module->wake_quiet >= MCA_BTL_OFI_WAKE_QUIET_READS && mca_btl_ofi_wake_arm(module))) {
+    if (moved) {
+        module->wake_quiet = 0;
+    } else if (module->wake_quiet < MCA_BTL_OFI_WAKE_QUIET_READS) {
+        ++module->wake_quiet;
+    }
+    if (after < module->eager_until || (module->wake_quiet >= MCA_BTL_OFI_WAKE_QUIET_READS &&
+                                        mca_btl_ofi_wake_arm(module, after))) {
         return events;
     }
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_PAUSES, 1);

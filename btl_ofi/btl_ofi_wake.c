@@ -217,7 +217,7 @@ void mca_btl_ofi_wake_detach(mca_btl_ofi_module_t *module)
     module->wake_state = MCA_BTL_OFI_WAKE_NONE;
 }
 
-bool mca_btl_ofi_wake_arm(mca_btl_ofi_module_t *module)
+bool mca_btl_ofi_wake_arm(mca_btl_ofi_module_t *module, uint64_t now)
 {
     struct fid *cq = &module->cq->fid;
     int idle = MCA_BTL_OFI_WAKE_IDLE, rc;
@@ -243,7 +243,7 @@ bool mca_btl_ofi_wake_arm(mca_btl_ofi_module_t *module)
         return false;
     }
     module->wake_passes = 0;
-    module->wake_safety_next = 0;
+    module->wake_safety_next = now + MCA_BTL_OFI_WAKE_SAFETY_NS;
     __atomic_store_n(&module->wake_state, MCA_BTL_OFI_WAKE_ARMED, __ATOMIC_RELEASE);
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_ARMED, 1);
     return true;
@@ -266,9 +266,10 @@ void mca_btl_ofi_wake_detach(mca_btl_ofi_module_t *module)
     module->wake_state = MCA_BTL_OFI_WAKE_NONE;
 }
 
-bool mca_btl_ofi_wake_arm(mca_btl_ofi_module_t *module)
+bool mca_btl_ofi_wake_arm(mca_btl_ofi_module_t *module, uint64_t now)
 {
     (void)module;
+    (void)now;
     return false;
 }
 

@@ -12,8 +12,7 @@
  *
  * With btl_ofi_wake (Linux io_uring; by default with libfabric 2 and later: NOTES.txt 2c
  * says what it costs operations to other nodes on libfabric 1.17), such a module's CQ is
- * opened with a
- * descriptor to wait on (FI_WAIT_FD). When the pace would pause after
+ * opened with a descriptor to wait on (FI_WAIT_FD). When the pace would pause after
  * MCA_BTL_OFI_WAKE_QUIET_READS quiet reads in a row, fi_trywait asks the provider whether
  * anything is left for this process's calls to do; if not, the module is armed: one poll
  * of that descriptor (IORING_OP_POLL_ADD, one shot) is submitted to a ring of the module's
@@ -78,15 +77,17 @@ void mca_btl_ofi_wake_attach(mca_btl_ofi_module_t *module);
 /** Before module's CQ is closed: its ring closed (a pending poll goes with it). */
 void mca_btl_ofi_wake_detach(mca_btl_ofi_module_t *module);
 
-/** Where module's pace would pause now: fi_trywait, and arms module where it says nothing
- *  is left to do. @return whether module is armed (also where it was already) */
-bool mca_btl_ofi_wake_arm(mca_btl_ofi_module_t *module);
+/** Where module's pace would pause now (now: the clock just read): fi_trywait, and arms
+ *  module where it says nothing is left to do; its CQ is read all the same from
+ *  now + MCA_BTL_OFI_WAKE_SAFETY_NS. @return whether module is armed (also where it was
+ *  already) */
+bool mca_btl_ofi_wake_arm(mca_btl_ofi_module_t *module, uint64_t now);
 
-/** An armed module: whether its poll is done (the descriptor became readable, or the poll
- *  ended otherwise); then it is no longer armed. */
 /** An io_uring_enter(2) that lets the kernel post what it has for module's ring. */
 void mca_btl_ofi_wake_run(mca_btl_ofi_module_t *module);
 
+/** An armed module: whether its poll is done (the descriptor became readable, or the poll
+ *  ended otherwise); then it is no longer armed. */
 static inline bool mca_btl_ofi_wake_fired(mca_btl_ofi_module_t *module)
 {
     mca_btl_ofi_wake_ring_t *ring = module->wake_ring;
