@@ -25,6 +25,8 @@ static const char *const suffixes[OFI_PVAR_COUNT] = {
     [OFI_PVAR_POST_EAGAIN] = "post_eagain",
     [OFI_PVAR_INJECTED] = "injected_faults",
     [OFI_PVAR_PEERS] = "peers",
+    [OFI_PVAR_WAKE_ARMED] = "cq_wake_armed",
+    [OFI_PVAR_WAKE_READS] = "cq_wake_reads",
 };
 static char names[OFI_PVAR_COUNT][96];
 

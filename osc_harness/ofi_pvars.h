@@ -23,6 +23,8 @@ enum ofi_pvar_id {
     OFI_PVAR_POST_EAGAIN, /* resource pressure that was met */
     OFI_PVAR_INJECTED,    /* debug fault injection: proof that it fired */
     OFI_PVAR_PEERS,       /* a level: endpoints (address-vector entries) held */
+    OFI_PVAR_WAKE_ARMED,  /* a network CQ left to its io_uring poll (btl_<c>_wake) */
+    OFI_PVAR_WAKE_READS,  /* ... and read when that poll completed */
     OFI_PVAR_COUNT,
 };
 

@@ -282,9 +282,11 @@ static int run(void *arg)
         printf("shared window      %.2fs\nseparate windows   %.2fs\n", t_shared, t_separate);
         printf("btl-ofi (all ranks): puts=%lu (>= %lu remote) gets=%lu (>= %lu remote) "
                "atomics=%lu (>= %lu remote, + %lu compare-and-swaps as atomics or gets) "
-               "flushes=%lu cq_errors=%lu registrations_live after MPI_Win_free=%lu\n",
+               "flushes=%lu cq_errors=%lu registrations_live after MPI_Win_free=%lu "
+               "cq_wake_armed=%lu cq_wake_reads=%lu\n",
                d[OFI_PVAR_PUTS], need[0], d[OFI_PVAR_GETS], need[1], d[OFI_PVAR_ATOMICS], need[2],
-               need[3], d[OFI_PVAR_FLUSHES], d[OFI_PVAR_CQ_ERRORS], live);
+               need[3], d[OFI_PVAR_FLUSHES], d[OFI_PVAR_CQ_ERRORS], live,
+               d[OFI_PVAR_WAKE_ARMED], d[OFI_PVAR_WAKE_READS]);
         if (not_ours) {
             printf("NOT CARRIED BY btl-ofi: counters absent or fewer btl_ofi operations than "
                    "remote MPI operations\n");

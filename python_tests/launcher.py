@@ -75,6 +75,12 @@ def ompi_major():
     return int(load_env_file().get("BTL_OFI_OMPI_VERSION", "4").split(".")[0])
 
 
+# btl-ofi's verbose line where btl_<c>_wake set up a network module's io_uring poll
+# (btl_ofi_wake.c), and where io_uring_setup was refused (the pace alone)
+WAKE_LINE = "until an io_uring poll of its descriptor completes"
+WAKE_REFUSED = "no io_uring here"
+
+
 @functools.lru_cache(maxsize=None)
 def libfabric_major():
     """Major version of the libfabric the ranks load (fi_version() of libfabric.so.1)."""

@@ -17,7 +17,8 @@ import sys
 import numpy as np
 from mpi4py import MPI
 
-COUNTERS = ("put_count", "get_count", "stripe_count", "nics", "put_bytes", "get_bytes")
+COUNTERS = ("put_count", "get_count", "stripe_count", "nics", "put_bytes", "get_bytes",
+            "cq_wake_armed", "cq_wake_reads")
 
 
 def _pattern(rank, n):

@@ -25,6 +25,7 @@ the sums stay exact; idle_poll_ratio=0 reads it at every pass (no pause).
 """
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -39,10 +40,7 @@ PROVIDER = "tcp;ofi_rxm"
 PER_HOST = 2
 NRANKS = 2 * PER_HOST
 CHECK = {"kind": "node_local", "id": "node_local", "rounds": 300}
-# btl-ofi's verbose line where btl_<c>_wake=1 set up a module's io_uring (btl_ofi_wake.c)
-WAKE_LINE = "until an io_uring poll of its descriptor completes"
-# ... and where io_uring_setup was refused (the pace alone)
-WAKE_REFUSED = "no io_uring here"
+WAKE_LINE, WAKE_REFUSED = launcher.WAKE_LINE, launcher.WAKE_REFUSED
 
 
 @pytest.fixture(scope="module")
@@ -198,28 +196,55 @@ def test_node_local_off(two_per_host, tmp_path):
             f"rank {rank}: {c}"
 
 
+def _native_mixed(hosts, tmp_path, wake, program, args, timeout=300):
+    """A harness program on the 4 ranks, each rank's node partner over shm and the other two
+    over tcp, wake as given: it must pass, every rank carry its node over shm, and the
+    io_uring poll be set up where wake=1 (and io_uring is there) only."""
+    argv = launcher.mpirun_argv(
+        NRANKS, PROVIDER, None, "rdma", f"self,{launcher.node_btl()},tcp,"
+        f"{launcher.component_name()}", program=REPO / program, program_args=args,
+        native=True, hosts=hosts, ours={"wake": wake})
+    env = launcher.mpi_env()
+    env.update(hosts.env())
+    run = launcher.run_argv(argv, timeout, env, tmp_path)
+    text = run.stdout + run.stderr
+    assert not run.timed_out and run.returncode == 0 and "RESULT PASSED" in run.stdout, \
+        f"{program} exit {run.returncode}{' (timed out)' if run.timed_out else ''}:\n" \
+        f"{run.stdout[-2500:]}\n{run.stderr[-2500:]}"
+    assert text.count("peers on this node over shm") == NRANKS, \
+        f"not every rank carried its node over shm:\n{text[-2000:]}"
+    assert text.count(WAKE_LINE) == (NRANKS if wake and WAKE_REFUSED not in text else 0), \
+        f"wake={wake}: {text.count(WAKE_LINE)} ranks set up an io_uring poll:\n{text[-2000:]}"
+    return run
+
+
 @pytest.mark.parametrize("wake", [0, 1], ids=["pace", "wake"])
 def test_stress_mixed(two_per_host, tmp_path, wake):
     """osc_stress (random puts, gets and atomics to every rank, each phase checked exactly)
     on create and allocate windows, every synchronization mode, with each rank's node
     partner over shm and the other two over tcp; the tcp CQ read at the pace, or left to
     its io_uring poll while idle (wake=1)."""
-    argv = launcher.mpirun_argv(
-        NRANKS, PROVIDER, None, "rdma", f"self,{launcher.node_btl()},tcp,"
-        f"{launcher.component_name()}", program=REPO / "osc_stress",
-        program_args=["-s", "26", "-e", "4", "-f", "create,allocate"], native=True,
-        hosts=two_per_host, ours={"wake": wake})
-    env = launcher.mpi_env()
-    env.update(two_per_host.env())
-    run = launcher.run_argv(argv, 300, env, tmp_path)
-    text = run.stdout + run.stderr
-    assert not run.timed_out and run.returncode == 0 and "RESULT PASSED" in run.stdout, \
-        f"osc_stress exit {run.returncode}{' (timed out)' if run.timed_out else ''}:\n" \
-        f"{run.stdout[-2500:]}\n{run.stderr[-2500:]}"
-    assert text.count("peers on this node over shm") == NRANKS, \
-        f"not every rank carried its node over shm:\n{text[-2000:]}"
-    assert text.count(WAKE_LINE) == (NRANKS if wake and WAKE_REFUSED not in text else 0), \
-        f"wake={wake}: {text.count(WAKE_LINE)} ranks set up an io_uring poll:\n{text[-2000:]}"
+    run = _native_mixed(two_per_host, tmp_path, wake, "osc_stress",
+                        ["-s", "26", "-e", "4", "-f", "create,allocate"])
     moved = [line for line in run.stdout.splitlines()
              if line.startswith("flavor ") and " puts=0 " not in f"{line} "]
     assert moved, f"osc_stress reports no puts through btl-ofi:\n{run.stdout[-1500:]}"
+
+
+@pytest.mark.parametrize("wake", [0, 1], ids=["pace", "wake"])
+def test_threads_mixed(two_per_host, tmp_path, wake):
+    """osc_threads (MPI_THREAD_MULTIPLE: 3 threads per rank put, get back, fetch-and-add,
+    compare-and-swap and accumulate at once to every rank, all checked exactly) with each
+    rank's node partner over shm and the other two over tcp: several threads progress the
+    paced tcp CQ at once, and with wake=1 arm and consume its io_uring poll at once (the
+    compare-and-swaps of btl_ofi_wake.c): it was armed and woken, over all ranks.
+    osc_threads exits 2 if btl-ofi's counters did not move."""
+    run = _native_mixed(two_per_host, tmp_path, wake, "osc_threads", ["-t", "3", "-i", "100"])
+    found = re.search(r"cq_wake_armed=(\d+) cq_wake_reads=(\d+)", run.stdout)
+    assert found, f"osc_threads printed no wake counters:\n{run.stdout[-1500:]}"
+    armed, reads = int(found[1]), int(found[2])
+    if wake and WAKE_REFUSED not in run.stdout + run.stderr:
+        assert armed > 0 and 0 < reads <= armed, \
+            f"wake=1: armed {armed} times, woken {reads} (all ranks)"
+    else:
+        assert armed == reads == 0, f"wake={wake}: armed {armed} times, woken {reads}"

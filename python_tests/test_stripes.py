@@ -64,10 +64,22 @@ def _delta(line, a, b, name):
     return line["phases"][b][name] - line["phases"][a][name]
 
 
-def test_large_transfers_use_both_nics(two_nics, tmp_path):
-    launch, lines, sent = _run(two_nics, tmp_path, {})
-    assert launch.stderr.count("striping puts and gets") + \
-        launch.stdout.count("striping puts and gets") == 2, "not every rank opened a second NIC"
+@pytest.mark.parametrize("wake", [0, 1], ids=["pace", "wake"])
+def test_large_transfers_use_both_nics(two_nics, tmp_path, wake):
+    """With wake=1 both NICs' CQs of each rank (read at the pace: nothing of the job is on
+    one node) are left to an io_uring poll while idle, and woken by the other rank's parts
+    (NOTES.txt 2c); with 0 the pace alone."""
+    launch, lines, sent = _run(two_nics, tmp_path, {"wake": wake})
+    text = launch.stderr + launch.stdout
+    assert text.count("striping puts and gets") == 2, "not every rank opened a second NIC"
+    on = wake and launcher.WAKE_REFUSED not in text
+    assert text.count(launcher.WAKE_LINE) == (4 if on else 0), \
+        f"wake={wake}: {text.count(launcher.WAKE_LINE)} NICs set up an io_uring poll (2 x 2)"
+    for rank, line in lines.items():
+        armed = _delta(line, "start", "small", "cq_wake_armed")
+        reads = _delta(line, "start", "small", "cq_wake_reads")
+        assert (armed > 0 and 0 < reads <= armed) if on else armed == reads == 0, \
+            f"rank {rank}, wake={wake}: armed {armed} times, woken {reads}"
     zero = lines[0]
     assert zero["phases"]["start"]["nics"] == 2, f"rank 0 uses {zero['phases']['start']['nics']} NICs"
     # one put and two gets of 4 MiB, each split in two parts
