@@ -6,7 +6,11 @@ here, always removed); every configuration runs in turn `--rounds` times
 least of the rounds, and targets judged by both and by the median of each round's
 own ratio (this machine runs in a fast and a slow mode 2-3x apart, for minutes at a
 time: a round's configurations mostly share one, so the ratio within a round is the
-steadiest measure; rounds whose two values are not in one mode are left out).
+steadiest measure; rounds whose two values are not in one mode are left out), and
+that median with its 90% bootstrap interval: a target is met where every row's
+interval lies within the bound, NOT met where one lies wholly beyond it, undecided
+where the noise cannot tell (rows with fewer than half the rounds, or than 8, in one
+mode are undecided too).
 
 --mode node-local (default): peers on the same node over shm beside the
 network (btl_<c>_local_provider). osc_latency between ranks 0 and 1
@@ -86,6 +90,7 @@ import argparse
 import dataclasses
 import json
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -316,20 +321,79 @@ def ratios_of(stat):
 SAME_MODE = (2 / 3, 3 / 2)
 
 
+def same_mode_ratios(by_round, a, b):
+    """{row: [a's value / b's, each round where both ran in the same of this machine's
+    modes]}, rows where that is at least half the rounds."""
+    out = {}
+    for key, mine in by_round.get(a, {}).items():
+        theirs = by_round.get(b, {}).get(key, {})
+        each = [mine[r] / theirs[r] for r in mine if theirs.get(r)]
+        same = [x for x in each if SAME_MODE[0] < x < SAME_MODE[1]]
+        if same and 2 * len(same) >= len(each):
+            out[key] = same
+    return out
+
+
 def paired_ratios(by_round):
     """(a, b) -> {row: the median over the rounds of a's value / b's that round}, of the
-    rounds where both ran in the same of this machine's modes, and of at least half the
-    rounds (else the row is left out)."""
-    def ratios(a, b):
-        out = {}
-        for key, mine in by_round.get(a, {}).items():
-            theirs = by_round.get(b, {}).get(key, {})
-            each = [mine[r] / theirs[r] for r in mine if theirs.get(r)]
-            same = [x for x in each if SAME_MODE[0] < x < SAME_MODE[1]]
-            if same and 2 * len(same) >= len(each):
-                out[key] = statistics.median(same)
-        return out
-    return ratios
+    rounds where both ran in the same of this machine's modes (same_mode_ratios)."""
+    return lambda a, b: {k: statistics.median(v)
+                         for k, v in same_mode_ratios(by_round, a, b).items()}
+
+
+# The bootstrap of the paired ratios' median: resamples, the interval's coverage, a fixed
+# seed (the same rounds give the same interval).
+BOOT_RESAMPLES, BOOT_LEVEL, BOOT_SEED = 2000, 0.90, 26
+# Rows with fewer paired rounds than this are undecided: too few for an interval to mean much.
+BOOT_MIN_ROUNDS = 8
+
+
+def median_interval(values):
+    """(median, low, high): values' median and its BOOT_LEVEL percentile bootstrap
+    interval."""
+    rng = random.Random(BOOT_SEED)
+    meds = sorted(statistics.median(rng.choices(values, k=len(values)))
+                  for _ in range(BOOT_RESAMPLES))
+    tail = (1 - BOOT_LEVEL) / 2
+    return (statistics.median(values), meds[int(tail * BOOT_RESAMPLES)],
+            meds[min(int((1 - tail) * BOOT_RESAMPLES), BOOT_RESAMPLES - 1)])
+
+
+def interval_targets(mode, by_round):
+    """Each target judged by the paired ratios with their bootstrap intervals: met where
+    every row's interval lies within the bound, NOT met where some row's lies wholly beyond
+    it, else undecided (this machine's noise cannot tell), naming those rows."""
+    out = []
+    for a, b, metric, sizes, most, least in mode["targets"]:
+        rows = {k: median_interval(v) for k, v in same_mode_ratios(by_round, a, b).items()
+                if k[0] == metric and (sizes is None or k[2] in sizes)
+                and len(v) >= BOOT_MIN_ROUNDS}
+        # rows of both whose rounds fell in one mode less than half the time, or too few
+        # rounds in all: not told
+        lost = [k for k in by_round.get(a, {}) if k in by_round.get(b, {}) and k not in rows
+                and k[0] == metric and (sizes is None or k[2] in sizes)]
+        if not rows:
+            out.append(f"target {a} / {b} ({metric}): undecided, no row with half the "
+                       f"rounds, and {BOOT_MIN_ROUNDS} at least, in one mode")
+            continue
+        bound, word = (most, "at most") if most is not None else (least, "at least")
+        # beyond: the row's interval lies past the bound; within: it lies inside
+        beyond = {k: m for k, m in rows.items() if (m[1] > bound if most is not None
+                                                     else m[2] < bound)}
+        within = {k: m for k, m in rows.items() if (m[2] <= bound if most is not None
+                                                     else m[1] >= bound)}
+        worst = (max if most is not None else min)(rows.items(), key=lambda kv: kv[1][0])
+        verdict = "NOT met" if beyond else \
+            "met" if len(within) == len(rows) and not lost else "undecided"
+        doubt = [k for k in rows if k not in within and k not in beyond] + lost
+        out.append(f"target {a} / {b} ({metric}) {word} {bound}x: worst "
+                   f"{'/'.join(map(str, worst[0][1:]))} {worst[1][0]:.2f}x "
+                   f"({BOOT_LEVEL:.0%} interval {worst[1][1]:.2f}-{worst[1][2]:.2f}) {verdict}"
+                   + (f"; beyond: {', '.join('/'.join(map(str, k[1:])) for k in beyond)}"
+                      if beyond else "")
+                   + (f"; undecided: {', '.join('/'.join(map(str, k[1:])) for k in doubt)}"
+                      if doubt and not beyond else ""))
+    return out
 
 
 def targets(mode, ratios_of_pair):
@@ -429,6 +493,10 @@ def main():
     # the steadiest of the three here: each round's two values side by side, in one mode
     print("by the median of the rounds' own ratios (rounds in one mode):\n" +
           "\n".join(targets(mode, paired_ratios(by_round))))
+    # ... and whether this machine's noise lets that median tell at all
+    print(f"by the same, with its {BOOT_LEVEL:.0%} bootstrap interval (met: every row's "
+          f"interval within the bound; undecided: some row's straddles it):\n" +
+          "\n".join(interval_targets(mode, by_round)))
     if failed:
         print("failed runs:\n  " + "\n  ".join(failed))
         return 1
