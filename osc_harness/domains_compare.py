@@ -365,6 +365,12 @@ def interval_targets(mode, by_round):
     it, else undecided (this machine's noise cannot tell), naming those rows."""
     out = []
     for a, b, metric, sizes, most, least in mode["targets"]:
+        if most is None:
+            # a gain wanted (striping's bandwidth, 1.5x and more): its rounds' ratios lie
+            # outside SAME_MODE, which is for configurations that differ by far less
+            out.append(f"target {a} / {b} ({metric}) at least {least}x: not judged this way "
+                       f"(a gain: the rounds' ratios lie outside the mode window)")
+            continue
         rows = {k: median_interval(v) for k, v in same_mode_ratios(by_round, a, b).items()
                 if k[0] == metric and (sizes is None or k[2] in sizes)
                 and len(v) >= BOOT_MIN_ROUNDS}
@@ -376,17 +382,14 @@ def interval_targets(mode, by_round):
             out.append(f"target {a} / {b} ({metric}): undecided, no row with half the "
                        f"rounds, and {BOOT_MIN_ROUNDS} at least, in one mode")
             continue
-        bound, word = (most, "at most") if most is not None else (least, "at least")
-        # beyond: the row's interval lies past the bound; within: it lies inside
-        beyond = {k: m for k, m in rows.items() if (m[1] > bound if most is not None
-                                                     else m[2] < bound)}
-        within = {k: m for k, m in rows.items() if (m[2] <= bound if most is not None
-                                                     else m[1] >= bound)}
-        worst = (max if most is not None else min)(rows.items(), key=lambda kv: kv[1][0])
+        # beyond: the row's interval lies wholly past the bound; within: wholly inside
+        beyond = [k for k, m in rows.items() if m[1] > most]
+        within = [k for k, m in rows.items() if m[2] <= most]
+        worst = max(rows.items(), key=lambda kv: kv[1][0])
         verdict = "NOT met" if beyond else \
             "met" if len(within) == len(rows) and not lost else "undecided"
         doubt = [k for k in rows if k not in within and k not in beyond] + lost
-        out.append(f"target {a} / {b} ({metric}) {word} {bound}x: worst "
+        out.append(f"target {a} / {b} ({metric}) at most {most}x: worst "
                    f"{'/'.join(map(str, worst[0][1:]))} {worst[1][0]:.2f}x "
                    f"({BOOT_LEVEL:.0%} interval {worst[1][1]:.2f}-{worst[1][2]:.2f}) {verdict}"
                    + (f"; beyond: {', '.join('/'.join(map(str, k[1:])) for k in beyond)}"

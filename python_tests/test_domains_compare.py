@@ -1,0 +1,97 @@
+"""domains_compare.py's verdicts (osc_harness; PERFORMANCE.md "40 rounds with intervals").
+
+The benchmark judges a target by each row's paired median (a's value / b's, round by round,
+rounds in one of this machine's modes) and that median's 90% bootstrap interval: met where
+every row's interval lies within the bound, NOT met where one lies wholly beyond it,
+undecided where the noise cannot tell, or where a row has too few rounds in one mode.
+Synthetic rounds with known ratios: each verdict must come out, so a target the numbers
+cannot support is never printed as met. No MPI here.
+"""
+
+import random
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "osc_harness"))
+import domains_compare as dc  # noqa: E402
+
+ROW = ("lat_us", "cas", 8)
+
+
+def _mode(bound=1.1, least=None):
+    return {"targets": [("a", "b", "lat_us", None, None if least else bound, least)]}
+
+
+def _rounds(ratios, base=1.0):
+    """by_round for configurations a and b: b at base, a at base x each ratio."""
+    return {"a": {ROW: {r: base * x for r, x in enumerate(ratios)}},
+            "b": {ROW: {r: base for r in range(len(ratios))}}}
+
+
+def _noisy(center, spread, n=40, seed=1):
+    rng = random.Random(seed)
+    return [center * (1 + rng.uniform(-spread, spread)) for _ in range(n)]
+
+
+def _verdict(by_round, mode=None):
+    (line,) = dc.interval_targets(mode or _mode(), by_round)
+    return line
+
+
+def _word(line):
+    """The verdict of a target's line: met, NOT met or undecided."""
+    found = re.search(r"(?:\) |: )(met|NOT met|undecided)(?:;|,|$)", line)
+    assert found, line
+    return found[1]
+
+
+@pytest.mark.parametrize("ratios, verdict", [
+    (_noisy(1.00, 0.03), "met"),        # every round near 1.0: interval well under 1.1
+    (_noisy(1.30, 0.03), "NOT met"),    # every round near 1.3: interval wholly beyond
+    ([1.0, 1.2] * 20, "undecided"),     # half the rounds each side of the bound
+], ids=["met", "not-met", "undecided"])
+def test_verdicts(ratios, verdict):
+    line = _verdict(_rounds(ratios))
+    assert _word(line) == verdict, line
+    if verdict == "NOT met":
+        assert "beyond: cas/8" in line, line
+    if verdict == "undecided":
+        assert "undecided: cas/8" in line, line
+
+
+def test_interval_contains_median_and_narrows_with_rounds():
+    wide = dc.median_interval(_noisy(1.0, 0.2, n=10))
+    narrow = dc.median_interval(_noisy(1.0, 0.2, n=200))
+    for med, low, high in (wide, narrow):
+        assert low <= med <= high
+    assert narrow[2] - narrow[1] < wide[2] - wide[1], (wide, narrow)
+
+
+def test_too_few_rounds_is_undecided():
+    line = _verdict(_rounds([1.0] * (dc.BOOT_MIN_ROUNDS - 1)))
+    assert _word(line) == "undecided", line
+    assert _word(_verdict(_rounds([1.0] * dc.BOOT_MIN_ROUNDS))) == "met"
+
+
+def test_rounds_in_two_modes_left_out():
+    """Rounds whose two values are 2-3x apart (one configuration ran in the slow mode, the
+    other in the fast one) do not count; with more than half such, the row is undecided
+    however good the rest."""
+    kept = [1.0] * 20 + [2.5] * 8 + [0.4] * 7
+    assert dc.same_mode_ratios(_rounds(kept), "a", "b")[ROW] == [1.0] * 20
+    assert _word(_verdict(_rounds(kept))) == "met"
+    lost = [1.0] * 15 + [2.5] * 10 + [0.4] * 10
+    assert ROW not in dc.same_mode_ratios(_rounds(lost), "a", "b")
+    assert _word(_verdict(_rounds(lost))) == "undecided"
+
+
+def test_gain_target_not_judged_by_pairs():
+    """A target that wants a gain (striping's bandwidth, 1.5x and more) is not judged by the
+    paired ratios, whose mode window is for configurations that differ by far less: it
+    says so rather than printing a verdict from rounds it had to leave out."""
+    mode = {"targets": [("a", "b", "lat_us", None, None, 1.5)]}
+    line = _verdict(_rounds(_noisy(1.9, 0.03)), mode)
+    assert "not judged" in line and not re.search(r"\b(met|undecided)\b", line), line
