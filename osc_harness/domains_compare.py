@@ -359,6 +359,11 @@ def median_interval(values):
             meds[min(int((1 - tail) * BOOT_RESAMPLES), BOOT_RESAMPLES - 1)])
 
 
+def in_target(key, metric, sizes):
+    """Whether a row (metric, op, size) is one a target of that metric and sizes judges."""
+    return key[0] == metric and (sizes is None or key[2] in sizes)
+
+
 def interval_targets(mode, by_round):
     """Each target judged by the paired ratios with their bootstrap intervals: met where
     every row's interval lies within the bound, NOT met where some row's lies wholly beyond
@@ -372,12 +377,11 @@ def interval_targets(mode, by_round):
                        f"(a gain: the rounds' ratios lie outside the mode window)")
             continue
         rows = {k: median_interval(v) for k, v in same_mode_ratios(by_round, a, b).items()
-                if k[0] == metric and (sizes is None or k[2] in sizes)
-                and len(v) >= BOOT_MIN_ROUNDS}
+                if in_target(k, metric, sizes) and len(v) >= BOOT_MIN_ROUNDS}
         # rows of both whose rounds fell in one mode less than half the time, or too few
         # rounds in all: not told
         lost = [k for k in by_round.get(a, {}) if k in by_round.get(b, {}) and k not in rows
-                and k[0] == metric and (sizes is None or k[2] in sizes)]
+                and in_target(k, metric, sizes)]
         if not rows:
             out.append(f"target {a} / {b} ({metric}): undecided, no row with half the "
                        f"rounds, and {BOOT_MIN_ROUNDS} at least, in one mode")
@@ -402,8 +406,7 @@ def interval_targets(mode, by_round):
 def targets(mode, ratios_of_pair):
     out = []
     for a, b, metric, sizes, most, least in mode["targets"]:
-        ratios = [r for k, r in ratios_of_pair(a, b).items()
-                  if k[0] == metric and (sizes is None or k[2] in sizes)]
+        ratios = [r for k, r in ratios_of_pair(a, b).items() if in_target(k, metric, sizes)]
         if not ratios:
             out.append(f"target {a} / {b} ({metric}): no rows")
         elif most is not None:
