@@ -81,6 +81,12 @@ WAKE_LINE = "until an io_uring poll of its descriptor completes"
 WAKE_REFUSED = "no io_uring here"
 
 
+def wake_counts_fit(armed, reads, on):
+    """btl-ofi's cq_wake_armed and cq_wake_reads (deltas) as wake on or off says: on, armed
+    and woken, at most one read per poll armed; off, neither."""
+    return armed > 0 and 0 < reads <= armed if on else armed == reads == 0
+
+
 @functools.lru_cache(maxsize=None)
 def libfabric_major():
     """Major version of the libfabric the ranks load (fi_version() of libfabric.so.1)."""

@@ -21,8 +21,9 @@ import domains_compare as dc  # noqa: E402
 ROW = ("lat_us", "cas", 8)
 
 
-def _mode(bound=1.1, least=None):
-    return {"targets": [("a", "b", "lat_us", None, None if least else bound, least)]}
+def _mode(most=1.1, least=None):
+    """One target of a / b on lat_us, all sizes: at most `most`, or at least `least`."""
+    return {"targets": [("a", "b", "lat_us", None, most, least)]}
 
 
 def _rounds(ratios, base=1.0):
@@ -92,6 +93,5 @@ def test_gain_target_not_judged_by_pairs():
     """A target that wants a gain (striping's bandwidth, 1.5x and more) is not judged by the
     paired ratios, whose mode window is for configurations that differ by far less: it
     says so rather than printing a verdict from rounds it had to leave out."""
-    mode = {"targets": [("a", "b", "lat_us", None, None, 1.5)]}
-    line = _verdict(_rounds(_noisy(1.9, 0.03)), mode)
+    line = _verdict(_rounds(_noisy(1.9, 0.03)), _mode(most=None, least=1.5))
     assert "not judged" in line and not re.search(r"\b(met|undecided)\b", line), line
