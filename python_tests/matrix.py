@@ -537,11 +537,16 @@ def strict_groups(providers):
                   (name, key))
             for core in STRICT_CORES if core in providers
             for name, bits in STRICT_SETS.items() for key in STRICT_KEY_SIZES]
-    profiles = [Group(f"{core};ofi_strictmr", "default", 2, "base", mr_label(set(bits)),
-                      (name, key), profile=True)
-                for core in STRICT_CORES if core in providers
-                for name, (bits, key) in STRICT_PROFILES.items()]
+    profiles = [profile_group(core, name, 2)
+                for core in STRICT_CORES if core in providers for name in STRICT_PROFILES]
     return sets + profiles
+
+
+def profile_group(core, profile, nranks, variant="base"):
+    """A launch of nranks over ofi_strictmr on core, behaving as the NIC profile."""
+    bits, key = STRICT_PROFILES[profile]
+    return Group(f"{core};ofi_strictmr", "default", nranks, variant, mr_label(set(bits)),
+                 (profile, key), profile=True)
 
 
 def groups(providers, full=False, strict=True):

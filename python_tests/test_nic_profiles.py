@@ -144,9 +144,7 @@ def _verbs_like_group():
     and completed in order (one at a time here: nothing to reorder)."""
     if not (matrix.strict_provider_dir() / "libstrictmr-fi.so").exists():
         pytest.skip("ofi_strictmr is not installed beside the component")
-    bits, key = matrix.STRICT_PROFILES["verbs-like"]
-    return matrix.Group("shm;ofi_strictmr", "default", OWN_CAS_RANKS, "base",
-                        matrix.mr_label(set(bits)), ("verbs-like", key), profile=True)
+    return matrix.profile_group("shm", "verbs-like", OWN_CAS_RANKS)
 
 
 def test_own_compare_and_swap(tmp_path):

@@ -22,6 +22,10 @@ nothing of its own in flight on it (btl_<c>_idle_poll_ratio, NOTES.txt 2c):
 every rank pauses it (cq_pauses), rank 0, whose counter the other node's
 ranks hammer over tcp, sees reads that served them (cq_serving_reads), and
 the sums stay exact; idle_poll_ratio=0 reads it at every pass (no pause).
+With ofi_strictmr's NIC profiles as the network provider (a NIC's MR modes,
+keys, reordering and own progress beside shm, as on an EFA or Slingshot
+node) the atomics to node partners go through the NIC as well, and
+ofi_strictmr finds no key or address wrong.
 """
 
 import dataclasses
@@ -54,11 +58,16 @@ def two_per_host(request, tmp_path_factory):
     return dataclasses.replace(netns_hosts, hostfile=str(hostfile))
 
 
-def _run(hosts, tmp_path, ours=None):
+def _run(hosts, tmp_path, ours=None, group=None):
+    """group: the network provider's launch (default plain tcp;ofi_rxm), judged as a whole
+    (with ofi_strictmr: no violation, and every behaviour of its NIC profile happened)."""
+    group = group or matrix.Group(PROVIDER, "default", NRANKS, "base")
     btl = f"self,{launcher.node_btl()},tcp,{launcher.component_name()}"
-    launch = launcher.run_mpi(NRANKS, {"checks": [CHECK]}, 180, provider=PROVIDER, hosts=hosts,
-                              btl=btl, workdir=tmp_path, ours=ours)
-    group = matrix.Group(PROVIDER, "default", NRANKS, "base")
+    launch = launcher.run_mpi(NRANKS, {"checks": [CHECK]}, 180, provider=group.provider,
+                              hosts=hosts, btl=btl, workdir=tmp_path, ours=ours,
+                              env_overrides=group.env(tmp_path))
+    if group.strict:
+        launch.strict_report = tmp_path / "strictmr.jsonl"
     outcome.judge_group(launch, group, [CHECK["id"]]).apply()
     rec = {r["id"]: r for r in outcome.records(launch, "check")}[CHECK["id"]]
     assert not rec["errors"], "\n".join(rec["errors"]) + f"\n  {launch.command_line()}"
@@ -182,6 +191,33 @@ def test_node_atomics_over_network(two_per_host, tmp_path):
             f"rank {rank}: with local_atomics=network, atomics {c}"
         assert line["local_peers"] == PER_HOST, f"rank {rank}: {line}"
         assert c["local_put_count"] >= PER_HOST, f"rank {rank}: puts {c}"
+
+
+@pytest.mark.parametrize("profile", sorted(matrix.STRICT_PROFILES))
+def test_nic_profile_beside_shm(two_per_host, tmp_path, profile):
+    """The network provider with a NIC's habits, shm beside it, as on an EFA or Slingshot
+    node: ofi_strictmr over tcp;ofi_rxm as a NIC profile (FI_MR_LOCAL, FI_MR_ENDPOINT, 2-byte
+    keys, reordering, its own progress, 64-bit atomics only, registration cost: strictmr/
+    README.md "Profiles"). Registrations for peers are made in both domains, each with its
+    own key; ofi_strictmr checks every key and address the network carries (_run judges: no
+    violation, every behaviour of the profile happened). A NIC's atomics are not atomic with
+    the CPU's (NOTES.txt 2c), so the atomics to node partners go through the NIC too, none
+    over shm, while puts and gets to them go over shm; the counter's sum is exact (_run)."""
+    if not (matrix.strict_provider_dir() / "libstrictmr-fi.so").exists():
+        pytest.skip("ofi_strictmr is not installed beside the component")
+    group = matrix.profile_group(PROVIDER, profile, NRANKS)
+    launch, lines = _run(two_per_host, tmp_path, group=group)
+    said = f"atomics to them over {group.provider}; other peers over {group.provider}"
+    text = launch.stderr + launch.stdout
+    assert text.count(said) == NRANKS, f"not every rank said '{said}':\n" + \
+        "\n".join(line for line in text.splitlines() if "peers on this node" in line)
+    for rank, line in lines.items():
+        c = line["counters"]
+        assert line["local_peers"] == PER_HOST, f"rank {rank}: {line}"
+        assert c["local_put_count"] >= PER_HOST and c["local_get_count"] >= PER_HOST, \
+            f"rank {rank}: puts and gets to its node not over shm: {c}"
+        assert c["local_atomic_count"] == 0 and _others(line, "atomic_count") >= CHECK["rounds"], \
+            f"rank {rank}: atomics over shm beside a NIC's: {c}"
 
 
 def test_node_local_off(two_per_host, tmp_path):

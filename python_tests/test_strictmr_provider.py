@@ -180,7 +180,5 @@ def _stale_run(group, env, tmp_path):
 @pytest.mark.parametrize("core", ["shm", "tcp;ofi_rxm"])
 @pytest.mark.parametrize("profile", sorted(matrix.STRICT_PROFILES))
 def test_stale_handles_located_on_nic_profiles(core, profile, tmp_path):
-    bits, key = matrix.STRICT_PROFILES[profile]
-    group = matrix.Group(f"{core};ofi_strictmr", "default", 2, "stale",
-                         matrix.mr_label(set(bits)), (profile, key), profile=True)
+    group = matrix.profile_group(core, profile, 2, "stale")
     _stale_run(group, dict(group.env(tmp_path), FI_OFI_STRICTMR_REORDER="0"), tmp_path)

@@ -10,7 +10,9 @@ back and a 4 MiB get of the peer's data are exact, were split
 (stripe_count), and every interface of both hosts carried a share of the
 bytes (/sys/class/net/*/statistics/tx_bytes read around the launch); 8-byte
 puts and gets are not split. With btl_<c>_stripe_min=0 one interface carries
-nearly everything and nothing is split.
+nearly everything and nothing is split. The same split holds over ofi_strictmr's
+NIC profiles (each part registered and keyed in its own NIC's domain,
+reordered, completed by a provider thread), with no key or address wrong.
 """
 
 import subprocess
@@ -45,13 +47,18 @@ def _tx(hosts):
     return out
 
 
-def _run(hosts, tmp_path, ours):
+def _run(hosts, tmp_path, ours, group=None):
+    """group: the launch (default plain tcp;ofi_rxm), judged as a whole (with ofi_strictmr:
+    no violation, and every behaviour of its NIC profile happened)."""
+    group = group or matrix.Group(PROVIDER, "default", 2, "base")
     before = _tx(hosts)
-    launch = launcher.run_mpi(2, {"checks": [CHECK]}, 180, provider=PROVIDER, hosts=hosts,
+    launch = launcher.run_mpi(2, {"checks": [CHECK]}, 180, provider=group.provider, hosts=hosts,
                               btl=f"self,tcp,{launcher.component_name()}", workdir=tmp_path,
-                              ours={"domain_include": "mheth*", **ours})
+                              ours={"domain_include": "mheth*", **ours},
+                              env_overrides=group.env(tmp_path))
     after = _tx(hosts)
-    group = matrix.Group(PROVIDER, "default", 2, "base")
+    if group.strict:
+        launch.strict_report = tmp_path / "strictmr.jsonl"
     outcome.judge_group(launch, group, [CHECK["id"]]).apply()
     rec = {r["id"]: r for r in outcome.records(launch, "check")}[CHECK["id"]]
     assert not rec["errors"], "\n".join(rec["errors"]) + f"\n  {launch.command_line()}"
@@ -80,6 +87,12 @@ def test_large_transfers_use_both_nics(two_nics, tmp_path, wake):
         reads = _delta(line, "start", "small", "cq_wake_reads")
         assert launcher.wake_counts_fit(armed, reads, on), \
             f"rank {rank}, wake={wake}: armed {armed} times, woken {reads}"
+    _assert_split(lines, sent)
+
+
+def _assert_split(lines, sent):
+    """Rank 0's large transfers were split over both NICs and its small ones were not; every
+    NIC of both hosts carried a share."""
     zero = lines[0]
     assert zero["phases"]["start"]["nics"] == 2, f"rank 0 uses {zero['phases']['start']['nics']} NICs"
     # one put and two gets of 4 MiB, each split in two parts
@@ -92,6 +105,22 @@ def test_large_transfers_use_both_nics(two_nics, tmp_path, wake):
     # from the second (a quarter of a part at least, beside Open MPI's own little traffic)
     for (ns, iface), count in sent.items():
         assert count >= SIZE // 8, f"{iface} of {ns} sent {count} bytes: {sent}"
+
+
+@pytest.mark.parametrize("profile", sorted(matrix.STRICT_PROFILES))
+def test_stripes_on_nic_profiles(two_nics, tmp_path, profile):
+    """The same over NICs with real NICs' habits (ofi_strictmr's profiles over tcp;ofi_rxm,
+    one domain per interface): each part registered and keyed in its NIC's domain
+    (FI_MR_ENDPOINT binds it to that NIC's endpoint), reordered, completed by a provider
+    thread, within a tight queue; ofi_strictmr checks every key and address, and the data
+    is exact (_run)."""
+    if not (matrix.strict_provider_dir() / "libstrictmr-fi.so").exists():
+        pytest.skip("ofi_strictmr is not installed beside the component")
+    launch, lines, sent = _run(two_nics, tmp_path, {},
+                               matrix.profile_group(PROVIDER, profile, 2))
+    assert (launch.stderr + launch.stdout).count("striping puts and gets") == 2, \
+        "not every rank opened a second NIC"
+    _assert_split(lines, sent)
 
 
 def test_stripe_min_zero_uses_one_nic(two_nics, tmp_path):
