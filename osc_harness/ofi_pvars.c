@@ -27,6 +27,8 @@ static const char *const suffixes[OFI_PVAR_COUNT] = {
     [OFI_PVAR_PEERS] = "peers",
     [OFI_PVAR_WAKE_ARMED] = "cq_wake_armed",
     [OFI_PVAR_WAKE_READS] = "cq_wake_reads",
+    [OFI_PVAR_STRIPES] = "stripe_count",
+    [OFI_PVAR_LOCAL_PUTS] = "local_put_count",
 };
 static char names[OFI_PVAR_COUNT][96];
 

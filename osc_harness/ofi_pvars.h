@@ -25,6 +25,8 @@ enum ofi_pvar_id {
     OFI_PVAR_PEERS,       /* a level: endpoints (address-vector entries) held */
     OFI_PVAR_WAKE_ARMED,  /* a network CQ left to its io_uring poll (btl_<c>_wake) */
     OFI_PVAR_WAKE_READS,  /* ... and read when that poll completed */
+    OFI_PVAR_STRIPES,     /* puts and gets split over several NICs (btl_<c>_stripe_min) */
+    OFI_PVAR_LOCAL_PUTS,  /* puts to peers on this node over the node-local domain */
     OFI_PVAR_COUNT,
 };
 

@@ -264,11 +264,12 @@ static int run(void *arg)
         if (0 == ctx->rank) {
             printf("flavor %-8s %s  %lu ops in %.2fs | btl_ofi puts=%lu gets=%lu atomics=%lu "
                    "emulated=%lu cq_entries=%lu cq_errors=%lu flushes=%lu refused=%lu "
-                   "registrations_live after Win_free=%lu%s\n",
+                   "registrations_live after Win_free=%lu local_puts=%lu stripes=%lu%s\n",
                    flavor_names[ctx->flavor], bad ? "MISMATCH" : "exact   ", ops_total,
                    harness_now() - t0, d[OFI_PVAR_PUTS], d[OFI_PVAR_GETS], d[OFI_PVAR_ATOMICS],
                    d[OFI_PVAR_ATOMICS_EMULATED], d[OFI_PVAR_CQ_ENTRIES], d[OFI_PVAR_CQ_ERRORS],
-                   d[OFI_PVAR_FLUSHES], d[OFI_PVAR_REFUSED], live,
+                   d[OFI_PVAR_FLUSHES], d[OFI_PVAR_REFUSED], live, d[OFI_PVAR_LOCAL_PUTS],
+                   d[OFI_PVAR_STRIPES],
                    present ? "" : " (btl_ofi counters ABSENT)");
         }
         if (bad && !ctx->opt.report_only) {

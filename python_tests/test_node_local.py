@@ -232,14 +232,15 @@ def test_node_local_off(two_per_host, tmp_path):
             f"rank {rank}: {c}"
 
 
-def _native_mixed(hosts, tmp_path, wake, program, args, timeout=300):
+def _native_mixed(hosts, tmp_path, wake, program, args, timeout=300, ours=None, nics=1):
     """A harness program on the 4 ranks, each rank's node partner over shm and the other two
-    over tcp, wake as given: it must pass, every rank carry its node over shm, and the
-    io_uring poll be set up where wake=1 (and io_uring is there) only."""
+    over tcp (nics: the NICs each rank uses for them), wake as given: it must pass, every
+    rank carry its node over shm, and the io_uring poll be set up where wake=1 (and io_uring
+    is there) only, on each NIC."""
     argv = launcher.mpirun_argv(
         NRANKS, PROVIDER, None, "rdma", f"self,{launcher.node_btl()},tcp,"
         f"{launcher.component_name()}", program=REPO / program, program_args=args,
-        native=True, hosts=hosts, ours={"wake": wake})
+        native=True, hosts=hosts, ours={"wake": wake, **(ours or {})})
     env = launcher.mpi_env()
     env.update(hosts.env())
     run = launcher.run_argv(argv, timeout, env, tmp_path)
@@ -249,8 +250,10 @@ def _native_mixed(hosts, tmp_path, wake, program, args, timeout=300):
         f"{run.stdout[-2500:]}\n{run.stderr[-2500:]}"
     assert text.count("peers on this node over shm") == NRANKS, \
         f"not every rank carried its node over shm:\n{text[-2000:]}"
-    assert text.count(WAKE_LINE) == (NRANKS if wake and WAKE_REFUSED not in text else 0), \
-        f"wake={wake}: {text.count(WAKE_LINE)} ranks set up an io_uring poll:\n{text[-2000:]}"
+    assert text.count(WAKE_LINE) == (NRANKS * nics if wake and WAKE_REFUSED not in text
+                                     else 0), \
+        f"wake={wake}: {text.count(WAKE_LINE)} NICs set up an io_uring poll ({NRANKS} ranks " \
+        f"x {nics}):\n{text[-2000:]}"
     return run
 
 

@@ -15,6 +15,8 @@ NIC profiles (each part registered and keyed in its own NIC's domain,
 reordered, completed by a provider thread), with no key or address wrong.
 """
 
+import dataclasses
+import re
 import subprocess
 
 import pytest
@@ -23,6 +25,7 @@ import launcher
 import matrix
 import outcome
 from test_multihost import own_hosts
+from test_node_local import NRANKS, PER_HOST, _native_mixed
 
 PROVIDER = "tcp;ofi_rxm"
 SIZE = 4 << 20
@@ -132,3 +135,32 @@ def test_stripe_min_zero_uses_one_nic(two_nics, tmp_path):
         counts = sorted(sent[(ns, iface)] for iface in two_nics.ifaces)
         assert counts[-1] >= SIZE and counts[0] < SIZE // 8, \
             f"{ns}: with stripe_min=0 the NICs sent {counts}"
+
+
+@pytest.mark.parametrize("wake", [0, 1], ids=["pace", "wake"])
+def test_stress_beside_shm(two_nics, tmp_path, wake):
+    """A node's three kinds of domain in one module at once: two ranks per host, each rank's
+    node partner over shm, the other host's ranks over the first NIC with puts and gets of
+    4 KiB or more split over both (stripe_min 4096; osc_stress's chunks are 1 byte to 64 KiB).
+    osc_stress's random puts, gets and atomics to every rank, every phase checked exactly,
+    on create windows and, on Open MPI 5, dynamic ones (4.1.4's osc/rdma hangs on those
+    across hosts whatever the BTL: NOTES.txt 10). Each flavor moved puts over shm and split
+    some over the NICs (osc_stress's local_puts and stripes, over all ranks; test above: the
+    parts' bytes on each interface); with wake=1 each rank's two NICs are armed."""
+    hostfile = tmp_path / "hostfile"
+    hostfile.write_text("".join(f"{ip} slots={PER_HOST}\n" for ip in two_nics.ips[:2]),
+                        encoding="utf-8")
+    hosts = dataclasses.replace(two_nics, hostfile=str(hostfile))
+    flavors = "create,dynamic" if launcher.ompi_major() >= 5 else "create"
+    run = _native_mixed(hosts, tmp_path, wake, "osc_stress",
+                        ["-s", "26", "-e", "4", "-f", flavors],
+                        ours={"domain_include": "mheth*", "stripe_min": 4096}, nics=2)
+    text = run.stdout + run.stderr
+    assert text.count("striping puts and gets of 4096 bytes or more") == NRANKS, \
+        f"not every rank opened a second NIC:\n{text[-2000:]}"
+    rows = re.findall(r"^flavor (\w+) .* local_puts=(\d+) stripes=(\d+)", run.stdout, re.M)
+    assert [r[0] for r in rows] == flavors.split(","), run.stdout[-1500:]
+    for flavor, local_puts, stripes in rows:
+        assert int(local_puts) > 0 and int(stripes) > 0, \
+            f"{flavor}: {local_puts} puts over shm, {stripes} split over the NICs " \
+            f"(all ranks)\n{run.stdout[-1500:]}"
