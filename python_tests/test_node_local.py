@@ -47,15 +47,19 @@ CHECK = {"kind": "node_local", "id": "node_local", "rounds": 300}
 WAKE_LINE, WAKE_REFUSED = launcher.WAKE_LINE, launcher.WAKE_REFUSED
 
 
+def per_host(hosts, workdir):
+    """hosts with PER_HOST slots on each of the first two: ranks 0-1 on the first, 2-3 on
+    the second (mpirun maps by slot)."""
+    hostfile = workdir / "hostfile"
+    hostfile.write_text("".join(f"{ip} slots={PER_HOST}\n" for ip in hosts.ips[:2]),
+                        encoding="utf-8")
+    return dataclasses.replace(hosts, hostfile=str(hostfile))
+
+
 @pytest.fixture(scope="module")
 def two_per_host(request, tmp_path_factory):
-    """The namespaces with PER_HOST slots on each of the first two hosts: ranks 0-1 on the
-    first, 2-3 on the second (mpirun maps by slot)."""
-    netns_hosts = request.getfixturevalue("netns_hosts")
-    hostfile = tmp_path_factory.mktemp("node-local") / "hostfile"
-    hostfile.write_text("".join(f"{ip} slots={PER_HOST}\n" for ip in netns_hosts.ips[:2]),
-                        encoding="utf-8")
-    return dataclasses.replace(netns_hosts, hostfile=str(hostfile))
+    """The namespaces, PER_HOST ranks on each of the first two hosts (per_host)."""
+    return per_host(request.getfixturevalue("netns_hosts"), tmp_path_factory.mktemp("node-local"))
 
 
 def _run(hosts, tmp_path, ours=None, group=None):

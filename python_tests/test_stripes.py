@@ -13,9 +13,10 @@ puts and gets are not split. With btl_<c>_stripe_min=0 one interface carries
 nearly everything and nothing is split. The same split holds over ofi_strictmr's
 NIC profiles (each part registered and keyed in its own NIC's domain,
 reordered, completed by a provider thread), with no key or address wrong.
+With two ranks per host, osc_stress runs over all three kinds of domain at
+once: shm for the node partner, both NICs for the other host.
 """
 
-import dataclasses
 import re
 import subprocess
 
@@ -25,7 +26,7 @@ import launcher
 import matrix
 import outcome
 from test_multihost import own_hosts
-from test_node_local import NRANKS, PER_HOST, _native_mixed
+from test_node_local import NRANKS, _native_mixed, per_host
 
 PROVIDER = "tcp;ofi_rxm"
 SIZE = 4 << 20
@@ -147,10 +148,7 @@ def test_stress_beside_shm(two_nics, tmp_path, wake):
     across hosts whatever the BTL: NOTES.txt 10). Each flavor moved puts over shm and split
     some over the NICs (osc_stress's local_puts and stripes, over all ranks; test above: the
     parts' bytes on each interface); with wake=1 each rank's two NICs are armed."""
-    hostfile = tmp_path / "hostfile"
-    hostfile.write_text("".join(f"{ip} slots={PER_HOST}\n" for ip in two_nics.ips[:2]),
-                        encoding="utf-8")
-    hosts = dataclasses.replace(two_nics, hostfile=str(hostfile))
+    hosts = per_host(two_nics, tmp_path)
     flavors = "create,dynamic" if launcher.ompi_major() >= 5 else "create"
     run = _native_mixed(hosts, tmp_path, wake, "osc_stress",
                         ["-s", "26", "-e", "4", "-f", flavors],
