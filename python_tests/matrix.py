@@ -178,6 +178,11 @@ def strict_provider_dir():
     return Path(launcher.load_env_file()["BTL_OFI_COMPONENT_DIR"]) / "prov"
 
 
+def strict_installed():
+    """Did make install put ofi_strictmr beside the component?"""
+    return (strict_provider_dir() / "libstrictmr-fi.so").exists()
+
+
 def profile_env(profile, report):
     """libfabric variables that make ofi_strictmr behave as a NIC profile."""
     return {"FI_PROVIDER_PATH": str(strict_provider_dir()), "FI_OFI_STRICTMR_PROFILE": profile,
@@ -531,7 +536,7 @@ def mr_groups(provider):
 
 def strict_groups(providers):
     """ofi_strictmr rows over each strict core under test, if it is installed."""
-    if not (strict_provider_dir() / "libstrictmr-fi.so").exists():
+    if not strict_installed():
         return []
     sets = [Group(f"{core};ofi_strictmr", "default", 2, "base", mr_label(set(bits)),
                   (name, key))

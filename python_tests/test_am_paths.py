@@ -80,7 +80,7 @@ def test_messages_on_nic_modes(core, mode, tmp_path, mpi_env_file):
     FI_MR_LOCAL the pieces of get data go out from registered copies; the
     provider must see no violation, the results must be exact and the
     message counters must move (judge_group, variant "messages")."""
-    if not (matrix.strict_provider_dir() / "libstrictmr-fi.so").exists():
+    if not matrix.strict_installed():
         pytest.skip("ofi_strictmr is not installed beside the component")
     bits = matrix.STRICT_SETS[mode]
     group = matrix.Group(f"{core};ofi_strictmr", "default", 2, "messages",
@@ -245,7 +245,7 @@ def _limited_env(tmp_path, limits):
 @pytest.mark.parametrize("core", matrix.STRICT_CORES)
 @pytest.mark.parametrize("limit", sorted(NIC_LIMITS))
 def test_nic_lacking_atomics_or_read_is_served(core, limit, tmp_path, mpi_env_file):
-    if not (matrix.strict_provider_dir() / "libstrictmr-fi.so").exists():
+    if not matrix.strict_installed():
         pytest.skip("ofi_strictmr is not installed beside the component")
     limits, (atomics, gets) = NIC_LIMITS[limit]
     group = matrix.Group(f"{core};ofi_strictmr", "default", 2, "base",
@@ -275,7 +275,7 @@ def test_nic_without_read_or_delivery_declines(core, tmp_path, mpi_env_file, com
     """A write-only NIC that completes at transmit only (FI_OFI_STRICTMR_WRITE_ONLY=1,
     FI_OFI_STRICTMR_DELIVERY_COMPLETE=0) leaves btl-ofi no proof of remote
     completion: declined with the reason, and Open MPI carries on."""
-    if not (matrix.strict_provider_dir() / "libstrictmr-fi.so").exists():
+    if not matrix.strict_installed():
         pytest.skip("ofi_strictmr is not installed beside the component")
     provider = f"{core};ofi_strictmr"
     env = _limited_env(tmp_path, {"FI_OFI_STRICTMR_WRITE_ONLY": "1",
@@ -303,7 +303,7 @@ def test_messages_on_nic_profiles(profile, core, tmp_path, mpi_env_file, compone
     of 16): exact, no violation, no CQ overrun, nothing posted that the NIC
     lacks. A profile without delivery-complete (verbs-like) is declined: gets as
     messages leave no RMA read to prove completion with."""
-    if not (matrix.strict_provider_dir() / "libstrictmr-fi.so").exists():
+    if not matrix.strict_installed():
         pytest.skip("ofi_strictmr is not installed beside the component")
     name, _, tight = profile.partition("+")
     modes, key = matrix.STRICT_PROFILES[name]

@@ -142,7 +142,7 @@ OWN_CAS_RANKS = 3
 def _verbs_like_group():
     """OWN_CAS_RANKS ranks over shm under verbs-like: a provider thread, operations applied
     and completed in order (one at a time here: nothing to reorder)."""
-    if not (matrix.strict_provider_dir() / "libstrictmr-fi.so").exists():
+    if not matrix.strict_installed():
         pytest.skip("ofi_strictmr is not installed beside the component")
     return matrix.profile_group("shm", "verbs-like", OWN_CAS_RANKS)
 

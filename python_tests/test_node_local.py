@@ -200,14 +200,14 @@ def test_node_atomics_over_network(two_per_host, tmp_path):
 @pytest.mark.parametrize("profile", sorted(matrix.STRICT_PROFILES))
 def test_nic_profile_beside_shm(two_per_host, tmp_path, profile):
     """The network provider with a NIC's habits, shm beside it, as on an EFA or Slingshot
-    node: ofi_strictmr over tcp;ofi_rxm as a NIC profile (FI_MR_LOCAL, FI_MR_ENDPOINT, 2-byte
+    node: ofi_strictmr over tcp;ofi_rxm as a NIC profile (FI_MR_LOCAL, FI_MR_ENDPOINT, 2- to 8-byte
     keys, reordering, its own progress, 64-bit atomics only, registration cost: strictmr/
     README.md "Profiles"). Registrations for peers are made in both domains, each with its
     own key; ofi_strictmr checks every key and address the network carries (_run judges: no
     violation, every behaviour of the profile happened). A NIC's atomics are not atomic with
     the CPU's (NOTES.txt 2c), so the atomics to node partners go through the NIC too, none
     over shm, while puts and gets to them go over shm; the counter's sum is exact (_run)."""
-    if not (matrix.strict_provider_dir() / "libstrictmr-fi.so").exists():
+    if not matrix.strict_installed():
         pytest.skip("ofi_strictmr is not installed beside the component")
     group = matrix.profile_group(PROVIDER, profile, NRANKS)
     launch, lines = _run(two_per_host, tmp_path, group=group)

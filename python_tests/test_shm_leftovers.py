@@ -37,7 +37,7 @@ def _groups():
 @pytest.mark.parametrize("name", sorted(_groups()))
 def test_region_left_under_own_pid(name, tmp_path):
     group = _groups()[name]
-    if group.strict and not (matrix.strict_provider_dir() / "libstrictmr-fi.so").exists():
+    if group.strict and not matrix.strict_installed():
         pytest.skip("ofi_strictmr is not installed beside the component")
     launch = launcher.run_mpi(2, PLAN, 120, provider=group.provider, workdir=tmp_path,
                               env_overrides=group.env(tmp_path))

@@ -118,7 +118,7 @@ def test_stripes_on_nic_profiles(two_nics, tmp_path, profile):
     (FI_MR_ENDPOINT binds it to that NIC's endpoint), reordered, completed by a provider
     thread, within a tight queue; ofi_strictmr checks every key and address, and the data
     is exact (_run)."""
-    if not (matrix.strict_provider_dir() / "libstrictmr-fi.so").exists():
+    if not matrix.strict_installed():
         pytest.skip("ofi_strictmr is not installed beside the component")
     launch, lines, sent = _run(two_nics, tmp_path, {},
                                matrix.profile_group(PROVIDER, profile, 2))
