@@ -330,7 +330,8 @@ def run_mpi(nranks, plan, timeout, provider=None, mca=None, osc="rdma",
     """Run rank_prog.py on `plan` (a JSON-able dict) and return a Launch.
 
     env_overrides replaces variables of the env file (e.g. a component path
-    that loads only Open MPI's stock components). hosts: see mpirun_argv.
+    that loads only Open MPI's stock components); those named FI_* and LD_PRELOAD
+    also reach ranks on other hosts (-x). hosts: see mpirun_argv.
     netns: run mpirun and all ranks inside this network namespace (ip netns exec)."""
     env = mpi_env(env_overrides)
     if hosts is not None:
@@ -345,7 +346,8 @@ def run_mpi(nranks, plan, timeout, provider=None, mca=None, osc="rdma",
     argv = mpirun_argv(nranks, provider, mca, osc, btl,
                        program_args=[str(plan_path), str(report_path)], verbose=verbose,
                        hosts=hosts, ours=ours,
-                       forward=[k for k in (env_overrides or {}) if k.startswith("FI_")])
+                       forward=[k for k in (env_overrides or {})
+                                if k.startswith("FI_") or k == "LD_PRELOAD"])
     if netns:
         argv = ["ip", "netns", "exec", netns] + argv
     run = run_argv(argv, timeout, env, workdir)
