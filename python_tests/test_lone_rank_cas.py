@@ -63,10 +63,17 @@ def test_lone_rank_cas(netns_hosts, slow_memcmp, tmp_path, mca):
     launch = launcher.run_mpi(2, {"checks": [OWN_CAS]}, 240, provider=group.provider,
                               hosts=netns_hosts, btl=btl, mca=mca, workdir=tmp_path,
                               env_overrides=env)
+    launch.strict_report = tmp_path / "strictmr.jsonl"
     failed = outcome.launch_failure(launch, "verbs-like across hosts, one rank each")
     assert failed is None, failed.message
     lines = outcome.rank_lines(launch, "OWNCAS", OWN_CAS["id"], 2)
     assert "peers on this node over" not in launch.stderr, "a rank shares its node"
+    events, _ = outcome.strict_events(launch)
+    assert events.get("thread_completions", 0) > 0, \
+        f"the provider's thread reaped nothing: no asynchronous progress was tested ({events})"
+    far = lines[1]
+    assert far["counters"]["atomic_count"] >= far["compare_and_swaps"], \
+        f"rank 1: {far}: its compare-and-swaps on rank 0 did not all go through btl-ofi"
     own = lines[0]
     made, atomics = own["compare_and_swaps"], own["counters"]["atomic_count"]
     rec = {r["id"]: r for r in outcome.records(launch, "check")}[OWN_CAS["id"]]
