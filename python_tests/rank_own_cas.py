@@ -1,7 +1,8 @@
 """Compare-and-swap on a rank's own Win_create memory while the other ranks do the same on
 it (rank side; NOTES.txt section 6, open-mpi/ompi#7967).
 
-Every rank adds 1 to one word of rank 0's Win.Create window `rounds` times, each time
+Every rank adds 1 to one word of rank 0's Win.Create window (made with the spec's "info"
+keys, if any) `rounds` times, each time
 through a compare-and-swap loop (lock_all; guess, swap in guess + 1, retry with what was
 fetched). Rank 0 checks that the word ends at ranks x rounds: one compare-and-swap that
 was not atomic with another loses an increment. In a job on one node, Open MPI 4.1's
@@ -47,7 +48,11 @@ def own_cas_check(ctx, spec):
     errors = []
     before = ctx.counters.snapshot() if ctx.counters else {}
     mem = np.zeros(1, dtype=np.int64)
-    win = MPI.Win.Create(mem, 8, comm=comm)
+    info = MPI.Info.Create()
+    for key, value in spec.get("info", {}).items():
+        info.Set(key, value)
+    win = MPI.Win.Create(mem, 8, info=info, comm=comm)
+    info.Free()
     win.Set_errhandler(MPI.ERRORS_RETURN)
     tries = 0
     try:

@@ -16,14 +16,15 @@ a lone rank's own memory a handle as to any peer's: both exact.
 Two host namespaces, one rank each, verbs-like over tcp;ofi_rxm; each rank adds 1 to one
 word of rank 0 1500 times by compare-and-swap loops (rank_own_cas.py). An LD_PRELOADed
 memcmp that waits 20 us (data/slow_memcmp.c) holds osc/rdma's load and store apart, so
-the loss shows in one launch rather than one in millions. Two runs:
+the loss shows in one launch rather than one in millions. Three runs:
   - default: where rank 0's compare-and-swaps go through btl-ofi (about one BTL atomic
     each), the word must be exact. Where osc/rdma takes its local path (two BTL atomics
     each: the accumulate lock taken and released through btl-ofi, the swap itself in
     memory), a loss is upstream's and the case is an xfail naming it; exact otherwise.
-  - osc_rdma_acc_single_intrinsic=1, the workaround README gives for Open MPI 5.0: osc/rdma
-    then sends rank 0's own compare-and-swaps through the BTL too. Exact, and through
-    btl-ofi, on every version.
+  - osc_rdma_acc_single_intrinsic=1, the workaround README gives for Open MPI 5.0, and the
+    same for one window (its info key acc_single_intrinsic=true): osc/rdma then sends
+    rank 0's own compare-and-swaps through the BTL too. Exact, and through btl-ofi, on
+    every version.
 """
 
 import subprocess
@@ -52,15 +53,23 @@ def slow_memcmp(tmp_path_factory):
     return lib
 
 
-@pytest.mark.parametrize("mca", [{}, {"osc_rdma_acc_single_intrinsic": "1"}],
-                         ids=["default", "acc_single_intrinsic"])
-def test_lone_rank_cas(netns_hosts, slow_memcmp, tmp_path, mca):
+# (MCA parameters, the window's info keys): the default, and the workaround for every
+# window or for this one
+CASES = {"default": ({}, {}),
+         "acc_single_intrinsic": ({"osc_rdma_acc_single_intrinsic": "1"}, {}),
+         "info_key": ({}, {"acc_single_intrinsic": "true"})}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_lone_rank_cas(netns_hosts, slow_memcmp, tmp_path, case):
     if not matrix.strict_installed():
         pytest.skip("ofi_strictmr is not installed beside the component")
+    mca, info = CASES[case]
     group = matrix.profile_group("tcp;ofi_rxm", "verbs-like", 2)
     env = {**group.env(tmp_path), "LD_PRELOAD": str(slow_memcmp)}
     btl = f"self,{launcher.node_btl()},tcp,{launcher.component_name()}"
-    launch = launcher.run_mpi(2, {"checks": [OWN_CAS]}, 240, provider=group.provider,
+    check = dict(OWN_CAS, info=info)
+    launch = launcher.run_mpi(2, {"checks": [check]}, 240, provider=group.provider,
                               hosts=netns_hosts, btl=btl, mca=mca, workdir=tmp_path,
                               env_overrides=env)
     launch.strict_report = tmp_path / "strictmr.jsonl"
@@ -80,10 +89,10 @@ def test_lone_rank_cas(netns_hosts, slow_memcmp, tmp_path, mca):
     # through btl-ofi: about one BTL atomic per compare-and-swap (a retried post counts
     # twice); osc/rdma's local path: two (its accumulate lock), the swap itself in memory
     through_btl = made <= atomics < 1.5 * made
-    if mca:
+    if mca or info:
         assert through_btl, \
             f"rank 0: {made} compare-and-swaps on its own memory, {atomics} BTL atomics: " \
-            f"with {mca} osc/rdma was expected to send them through btl-ofi"
+            f"with {mca or info} osc/rdma was expected to send them through btl-ofi"
     elif not through_btl:
         assert atomics >= 1.8 * made, \
             f"rank 0: {made} compare-and-swaps, {atomics} BTL atomics: neither one each " \
