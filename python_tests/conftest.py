@@ -38,6 +38,11 @@ def pytest_addoption(parser):
                     help="-m multihost: also run the checks on MPI_Win_create_dynamic windows "
                          "across namespaces with Open MPI 4.1 (excluded by default there: "
                          "they hang with 4.1.4, see test_multihost.py; 5.0 always runs them)")
+    group.addoption("--multihost-profiles", action="store_true", default=False,
+                    help="-m multihost: also run the launch groups of ofi_strictmr's NIC "
+                         "profiles (verbs-, efa-, cxi-, psm3-like over tcp;ofi_rxm) at 2 and "
+                         "3 ranks across namespaces, one rank per host, judged with the "
+                         "provider's report")
 
 
 def selected_providers(config):

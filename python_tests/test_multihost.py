@@ -27,6 +27,11 @@ too). Checks on MPI_Win_create_dynamic windows hang across hosts with Open MPI
 4.1.4 and are excluded there, each as a skip with the reason (--multihost-dynamic
 runs them, in launches of their own); Open MPI 5.0 runs them (exact).
 
+--multihost-profiles adds the launch groups of ofi_strictmr's NIC profiles (verbs-,
+efa-, cxi-, psm3-like over tcp;ofi_rxm) at 2 and 3 ranks, with their libfabric
+variables, their strict xfails as on one host for that provider, and the
+provider's report judged (no violation, every behaviour of the profile happened).
+
 Opt-in (-m multihost). Exit 77 of the script (no namespaces here: not root, no
 iproute2, a sandbox without CAP_SYS_ADMIN, no veth/bridge) is a skip with the
 script's reason.
@@ -93,13 +98,15 @@ def cross_host_view(spec):
     return spec
 
 
-def cross_host_xfail(spec):
+def cross_host_xfail(spec, group):
     """Reason for a strict xfail across hosts, or None: the single-host reason
-    where there is one; for Win.Allocate the reason its Win.Create twin has."""
-    reason = matrix.known_failure(spec)
+    where there is one; for Win.Allocate the reason its Win.Create twin has.
+    group: the launch, whose provider decides whether osc/rdma reaches the BTL's
+    atomics at all (matrix.known_failure)."""
+    reason = matrix.known_failure(spec, group)
     if reason:
         return reason
-    reason = matrix.known_failure(cross_host_view(spec))
+    reason = matrix.known_failure(cross_host_view(spec), group)
     return reason + ALLOCATE_NOTE if reason else None
 
 
@@ -143,6 +150,12 @@ def multihost_groups(config):
                 why = (f"{group.nranks} ranks fit on one host at {per_host} per host: a job "
                        f"on one node, which the single-host suite runs")
             out.append((group, why))
+    if config.getoption("--multihost-profiles"):
+        why = None if matrix.strict_installed() else \
+            "ofi_strictmr is not installed beside the component"
+        for profile in sorted(matrix.STRICT_PROFILES):
+            for nranks in (2, 3):
+                out.append((matrix.profile_group("tcp;ofi_rxm", profile, nranks), why))
     return out
 
 
@@ -165,7 +178,7 @@ def pytest_generate_tests(metafunc):
             marks = []
             if is_dynamic(spec) and not with_dynamic:
                 marks.append(pytest.mark.skip(reason=DYNAMIC_EXCLUDED))
-            reason = cross_host_xfail(spec)
+            reason = cross_host_xfail(spec, group)
             if reason:
                 marks.append(pytest.mark.xfail(strict=True, reason=reason))
             params.append(pytest.param(group, spec, id=f"{group.label}::{spec['id']}",
@@ -323,9 +336,11 @@ class CrossHostLaunches:
                 ours.update(domain_include="mheth*", stripe_min=str(STRIPE_MIN))
             launch = launcher.run_mpi(group.nranks, {"checks": specs}, timeout,
                                       provider=group.provider, ours=ours,
-                                      btl=btls(self.per_host),
+                                      btl=btls(self.per_host), env_overrides=group.env(workdir),
                                       workdir=workdir, hosts=self.hosts)
             launch.check_ids = [s["id"] for s in specs]
+            if group.strict:
+                launch.strict_report = workdir / "strictmr.jsonl"
             leftovers = reap(self.hosts)
             tx1, nic1 = veth_tx(self.hosts), nic_tx(self.hosts)
             cross = CrossHost(launch, group, part, {ns: tx1[ns] - tx0[ns] for ns in tx0},
