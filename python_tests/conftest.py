@@ -182,7 +182,7 @@ class LaunchCache:
                                       provider=group.provider, ours=group.ours(),
                                       workdir=workdir, env_overrides=group.env(workdir))
             launch.check_ids = [s["id"] for s in specs]
-            launch.strict_report = workdir / "strictmr.jsonl" if group.strict else None
+            launch.strict_report = group.report(workdir)
             self.launches[group] = launch
         return self.launches[group]
 

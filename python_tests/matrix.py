@@ -161,16 +161,21 @@ class Group:
             params["mr_mode"] = MR_PATHS[self.mr_path]
         return params
 
+    def report(self, workdir):
+        """Where the strict provider writes its report for a launch in workdir (env), or
+        None when the launch has no strict provider: a Launch's strict_report."""
+        return Path(workdir) / "strictmr.jsonl" if self.strict else None
+
     def env(self, workdir):
         """libfabric variables of this launch: the strict provider's demands and report."""
         if not self.strict:
             return {}
         if self.profile:
-            return profile_env(self.strict[0], Path(workdir) / "strictmr.jsonl")
+            return profile_env(self.strict[0], self.report(workdir))
         return {"FI_PROVIDER_PATH": str(strict_provider_dir()),
                 "FI_OFI_STRICTMR_MR_MODE": ",".join(STRICT_SETS[self.strict[0]]),
                 "FI_OFI_STRICTMR_KEY_SIZE": str(self.strict[1]),
-                "FI_OFI_STRICTMR_REPORT": str(Path(workdir) / "strictmr.jsonl")}
+                "FI_OFI_STRICTMR_REPORT": str(self.report(workdir))}
 
 
 def strict_provider_dir():

@@ -490,9 +490,14 @@ def run_one_check(provider, check, timeout, workdir, nranks=2, launches=None, **
     return launch
 
 
+def check_record(launch, check_id):
+    """The record of one check of the launch, by its id."""
+    return {r["id"]: r for r in records(launch, "check")}[check_id]
+
+
 def assert_check_clean(launch, check_id):
     """The check's record says it found no error."""
-    rec = {r["id"]: r for r in records(launch, "check")}[check_id]
+    rec = check_record(launch, check_id)
     assert not rec["errors"], "\n".join(rec["errors"]) + f"\n  {launch.command_line()}"
 
 

@@ -52,8 +52,7 @@ def _run(tmp_path, nranks=2, ours=None, netns=None, provider=PROVIDER, plan=None
         took.extend(TOOK.findall(launch.stderr + launch.stdout))
     group = matrix.Group(provider, "default", nranks, "base")
     outcome.judge_group(launch, group, [CHECK["id"]]).apply()
-    rec = {r["id"]: r for r in outcome.records(launch, "check")}[CHECK["id"]]
-    assert not rec["errors"], "\n".join(rec["errors"]) + f"\n  {launch.command_line()}"
+    outcome.assert_check_clean(launch, CHECK["id"])
     decoder = json.JSONDecoder()
     cvars = {int(m.group(1)): decoder.raw_decode(launch.stderr, m.end())[0]["selected"]
              for m in LINE.finditer(launch.stderr)}

@@ -72,7 +72,7 @@ def test_lone_rank_cas(netns_hosts, slow_memcmp, tmp_path, case):
     launch = launcher.run_mpi(2, {"checks": [check]}, 240, provider=group.provider,
                               hosts=netns_hosts, btl=btl, mca=mca, workdir=tmp_path,
                               env_overrides=env)
-    launch.strict_report = tmp_path / "strictmr.jsonl"
+    launch.strict_report = group.report(tmp_path)
     failed = outcome.launch_failure(launch, "verbs-like across hosts, one rank each")
     assert failed is None, failed.message
     lines = outcome.rank_lines(launch, "OWNCAS", OWN_CAS["id"], 2)
@@ -85,7 +85,7 @@ def test_lone_rank_cas(netns_hosts, slow_memcmp, tmp_path, case):
         f"rank 1: {far}: its compare-and-swaps on rank 0 did not all go through btl-ofi"
     own = lines[0]
     made, atomics = own["compare_and_swaps"], own["counters"]["atomic_count"]
-    rec = {r["id"]: r for r in outcome.records(launch, "check")}[OWN_CAS["id"]]
+    rec = outcome.check_record(launch, OWN_CAS["id"])
     # through btl-ofi: about one BTL atomic per compare-and-swap (a retried post counts
     # twice); osc/rdma's local path: two (its accumulate lock), the swap itself in memory
     through_btl = made <= atomics < 1.5 * made

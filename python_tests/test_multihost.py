@@ -135,27 +135,27 @@ def multihost_providers(config):
 
 def multihost_groups(config):
     """[(group, reason it does not run, or None)]: the fast launch groups of
-    the single-host suite, those with more ranks than host namespaces skipped."""
+    the single-host suite (with --multihost-profiles, the NIC profiles' too), those
+    with more ranks than host namespaces skipped."""
+    candidates = [(group, reason) for provider, reason in multihost_providers(config)
+                  for group in matrix.groups([provider], strict=False)]
+    if config.getoption("--multihost-profiles"):
+        reason = None if matrix.strict_installed() else \
+            "ofi_strictmr is not installed beside the component"
+        candidates += [(matrix.profile_group("tcp;ofi_rxm", profile, nranks), reason)
+                       for profile in sorted(matrix.STRICT_PROFILES) for nranks in (2, 3)]
     out = []
     per_host = config.getoption("--multihost-per-host")
-    for provider, reason in multihost_providers(config):
-        for group in matrix.groups([provider], strict=False):
-            why = reason
-            if why is None and group.nranks > MAX_HOSTS * per_host:
-                fast = sum(1 for c in matrix.checks_for(group) if c["tier"] == "fast")
-                why = (f"{group.nranks} ranks need {group.nranks} host namespaces, "
-                       f"check-multihost.sh makes at most {MAX_HOSTS} (the group's {fast} "
-                       f"checks do not run across hosts)")
-            elif why is None and group.nranks <= per_host > 1:
-                why = (f"{group.nranks} ranks fit on one host at {per_host} per host: a job "
-                       f"on one node, which the single-host suite runs")
-            out.append((group, why))
-    if config.getoption("--multihost-profiles"):
-        why = None if matrix.strict_installed() else \
-            "ofi_strictmr is not installed beside the component"
-        for profile in sorted(matrix.STRICT_PROFILES):
-            for nranks in (2, 3):
-                out.append((matrix.profile_group("tcp;ofi_rxm", profile, nranks), why))
+    for group, why in candidates:
+        if why is None and group.nranks > MAX_HOSTS * per_host:
+            fast = sum(1 for c in matrix.checks_for(group) if c["tier"] == "fast")
+            why = (f"{group.nranks} ranks need {group.nranks} host namespaces, "
+                   f"check-multihost.sh makes at most {MAX_HOSTS} (the group's {fast} "
+                   f"checks do not run across hosts)")
+        elif why is None and group.nranks <= per_host > 1:
+            why = (f"{group.nranks} ranks fit on one host at {per_host} per host: a job "
+                   f"on one node, which the single-host suite runs")
+        out.append((group, why))
     return out
 
 
@@ -339,8 +339,7 @@ class CrossHostLaunches:
                                       btl=btls(self.per_host), env_overrides=group.env(workdir),
                                       workdir=workdir, hosts=self.hosts)
             launch.check_ids = [s["id"] for s in specs]
-            if group.strict:
-                launch.strict_report = workdir / "strictmr.jsonl"
+            launch.strict_report = group.report(workdir)
             leftovers = reap(self.hosts)
             tx1, nic1 = veth_tx(self.hosts), nic_tx(self.hosts)
             cross = CrossHost(launch, group, part, {ns: tx1[ns] - tx0[ns] for ns in tx0},

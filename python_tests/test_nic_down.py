@@ -91,8 +91,7 @@ def _run(hosts, tmp_path, down_host, iface, ours):
     launch, check = _launch(hosts, tmp_path, down_host, iface, "exact", ours)
     group = matrix.Group(PROVIDER, "default", 2, "base")
     outcome.judge_group(launch, group, [check["id"]]).apply()
-    rec = {r["id"]: r for r in outcome.records(launch, "check")}[check["id"]]
-    assert not rec["errors"], "\n".join(rec["errors"]) + f"\n  {launch.command_line()}"
+    outcome.assert_check_clean(launch, check["id"])
     lines = outcome.rank_lines(launch, "NICDOWN", check["id"], 2)
     assert lines[0]["host"] == hosts.nodes[0], f"rank 0 ran on {lines[0]['host']}"
     return launch, lines

@@ -152,7 +152,7 @@ def test_own_compare_and_swap(tmp_path):
     launch = launcher.run_mpi(OWN_CAS_RANKS, {"checks": [OWN_CAS]}, 240,
                               provider=group.provider, workdir=tmp_path,
                               env_overrides=group.env(tmp_path))
-    launch.strict_report = tmp_path / "strictmr.jsonl"
+    launch.strict_report = group.report(tmp_path)
     outcome.judge_group(launch, group, [OWN_CAS["id"]]).apply()
     outcome.assert_check_clean(launch, OWN_CAS["id"])
     lines = outcome.rank_lines(launch, "OWNCAS", OWN_CAS["id"], OWN_CAS_RANKS)
@@ -198,7 +198,7 @@ def test_exit_with_mpit_open(tmp_path):
     # its cleanup writes, and the profile's other events are not asked of this run
     failed = outcome.launch_failure(launch, "verbs-like over shm, MPI_T left open")
     assert failed is None, failed.message
-    launch.strict_report = tmp_path / "strictmr.jsonl"
+    launch.strict_report = group.report(tmp_path)
     stopped = outcome.strict_events(launch)[0].get("unload_stopped", 0)
     assert stopped >= OWN_CAS_RANKS, \
         f"{stopped} progress threads stopped at unload, expected {OWN_CAS_RANKS} (one per " \

@@ -70,11 +70,9 @@ def _run(hosts, tmp_path, ours=None, group=None):
     launch = launcher.run_mpi(NRANKS, {"checks": [CHECK]}, 180, provider=group.provider,
                               hosts=hosts, btl=btl, workdir=tmp_path, ours=ours,
                               env_overrides=group.env(tmp_path))
-    if group.strict:
-        launch.strict_report = tmp_path / "strictmr.jsonl"
+    launch.strict_report = group.report(tmp_path)
     outcome.judge_group(launch, group, [CHECK["id"]]).apply()
-    rec = {r["id"]: r for r in outcome.records(launch, "check")}[CHECK["id"]]
-    assert not rec["errors"], "\n".join(rec["errors"]) + f"\n  {launch.command_line()}"
+    outcome.assert_check_clean(launch, CHECK["id"])
     lines = outcome.rank_lines(launch, "NODELOCAL", CHECK["id"], NRANKS)
     for rank, line in lines.items():
         assert line["node_ranks"] == ([0, 1] if rank < 2 else [2, 3]), \

@@ -57,8 +57,7 @@ def _run(provider, tmp_path, strict, ours):
     if strict:
         launch.strict_report = tmp_path / "strictmr.jsonl"
     outcome.judge_group(launch, group, [CHECK["id"]]).apply()
-    rec = {r["id"]: r for r in outcome.records(launch, "check")}[CHECK["id"]]
-    assert not rec["errors"], "\n".join(rec["errors"]) + f"\n  {launch.command_line()}"
+    outcome.assert_check_clean(launch, CHECK["id"])
     phases = _phases(launch)
     assert sorted(phases) == [0, 1], f"ranks' RCACHE lines: {sorted(phases)}\n{launch.tail()}"
     return launch, phases

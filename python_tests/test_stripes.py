@@ -64,8 +64,7 @@ def _run(hosts, tmp_path, ours, group=None):
     if group.strict:
         launch.strict_report = tmp_path / "strictmr.jsonl"
     outcome.judge_group(launch, group, [CHECK["id"]]).apply()
-    rec = {r["id"]: r for r in outcome.records(launch, "check")}[CHECK["id"]]
-    assert not rec["errors"], "\n".join(rec["errors"]) + f"\n  {launch.command_line()}"
+    outcome.assert_check_clean(launch, CHECK["id"])
     lines = outcome.rank_lines(launch, "STRIPES", CHECK["id"], 2)
     sent = {key: after[key] - before[key] for key in before}
     return launch, lines, sent
