@@ -5,10 +5,14 @@
 
 #include "btl_ofi_endpoint.h"
 
+#include <dlfcn.h>
+#include <link.h>
 #include <string.h>
 
 #include "opal/class/opal_bitmap.h"
+#include "opal/mca/btl/base/base.h"
 #include "opal/mca/hwloc/hwloc-internal.h"
+#include "opal/version.h"
 
 #include "btl_ofi_pvar.h"
 #include "btl_ofi_report.h"
@@ -236,6 +240,122 @@ mca_btl_base_endpoint_t *mca_btl_ofi_endpoint_by_name(mca_btl_ofi_module_t *modu
     return (NULL == proc) ? NULL : mca_btl_ofi_endpoint_get(module, proc);
 }
 
+/* Open MPI's BTL for processes of one node */
+#if OPAL_MAJOR_VERSION >= 5
+#    define MCA_BTL_OFI_NODE_BTL "sm"
+#else
+#    define MCA_BTL_OFI_NODE_BTL "vader"
+#endif
+
+/* BTLs that send only to processes of their own node (or to this process alone) */
+static bool mca_btl_ofi_sends_on_node_only(const char *name)
+{
+    static const char *const names[] = {"self", "vader", "sm", "smcuda"};
+
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); ++i) {
+        if (0 == strcmp(name, names[i])) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static int mca_btl_ofi_find_libmpi(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    if (NULL != info->dlpi_name && NULL != strstr(info->dlpi_name, "/libmpi.so")) {
+        *(void **)data = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
+        return 1;
+    }
+    return 0;
+}
+
+/* The pml Open MPI selected, or NULL before it did or where libmpi is not found (a
+ * program's own libmpi is in the global scope; one that Python's mpi4py loaded is not,
+ * so it is looked for among the loaded objects). */
+static const mca_base_component_t *mca_btl_ofi_selected_pml(void)
+{
+    static const char symbol[] = "mca_pml_base_selected_component";
+    void *pml = dlsym(RTLD_DEFAULT, symbol), *libmpi = NULL;
+
+    if (NULL == pml) {
+        (void)dl_iterate_phdr(mca_btl_ofi_find_libmpi, &libmpi);
+        if (NULL != libmpi) {
+            pml = dlsym(libmpi, symbol);
+            dlclose(libmpi); /* NOLOAD took a reference to a library that stays loaded */
+        }
+    }
+    return (const mca_base_component_t *)pml;
+}
+
+/*
+ * Whether MPI's two-sided traffic (which osc/rdma's window creation needs too: its
+ * collectives) has no BTL to a peer (on this node or not). pml ob1 sends through a BTL
+ * with MCA_BTL_FLAGS_SEND, which btl-ofi is not; where none reaches a peer, ob1 (4.1 and
+ * 5.0) still counts the peer reachable because btl-ofi reaches it, and crashes at its
+ * first send there (an empty list of eager BTLs). A BTL list such as "self,ofirma", or
+ * "self,vader,ofirma" across nodes, under ob1 is such a job: btl-ofi then leaves those
+ * peers unreachable, so that Open MPI says so and ends the job cleanly. The pml is read
+ * from libmpi where it is there (a BTL lives below it: looked up, not linked); under
+ * another pml (cm, ucx) a BTL list of btl-ofi alone is fine: osc/rdma is its only user.
+ */
+static bool mca_btl_ofi_no_sender(bool on_node)
+{
+    static int senders = -1; /* bit 0: a BTL sends on this node, bit 1: to other nodes */
+    const mca_base_component_t *pml;
+    mca_btl_base_selected_module_t *sm;
+
+    if (senders < 0) {
+        pml = mca_btl_ofi_selected_pml();
+        if (NULL == pml || 0 != strcmp(pml->mca_component_name, "ob1")) {
+            return false; /* not known yet: asked again at the next add_procs */
+        }
+        senders = 0;
+        OPAL_LIST_FOREACH (sm, &mca_btl_base_modules_initialized,
+                           mca_btl_base_selected_module_t) {
+            const char *name = sm->btl_component->btl_version.mca_component_name;
+
+            if (0 != (sm->btl_module->btl_flags & MCA_BTL_FLAGS_SEND) &&
+                0 != strcmp(name, "self")) {
+                senders |= mca_btl_ofi_sends_on_node_only(name) ? 1 : 3;
+            }
+        }
+    }
+    return 0 == (senders & (on_node ? 1 : 2));
+}
+
+/* No BTL sends to procs[i] under ob1: said once per process (by rank 0 where it is one
+ * of them), at verbose 1 for the others. */
+static void mca_btl_ofi_refuse_unsent(const struct opal_proc_t *proc, bool on_node)
+{
+    static bool said = false;
+    char *list = NULL;
+    int index = mca_base_var_find("opal", "btl", NULL, NULL);
+    char **btls = NULL; /* the parameter's storage */
+
+    if (said) {
+        return;
+    }
+    said = true;
+    if (0 <= index && OPAL_SUCCESS == mca_base_var_get_value(index, &btls, NULL, NULL) &&
+        NULL != btls && NULL != *btls) {
+        list = strdup(*btls);
+    }
+    if (0 == OPAL_PROC_MY_NAME.vpid) {
+        mca_btl_ofi_report_now("no-send-btl", NULL != list ? list : "(Open MPI's default)",
+                               on_node ? "on this node" : "on other nodes",
+                               "self," MCA_BTL_OFI_NODE_BTL ",tcp," MCA_BTL_OFI_COMPONENT_NAME,
+                               NULL);
+    } else {
+        opal_output_verbose(1, mca_btl_ofi_output,
+                            MCA_BTL_OFI_LOG "no BTL of \"%s\" sends to %s, as pml ob1 needs: "
+                                            "left unreachable (rank %u)",
+                            NULL != list ? list : "", OPAL_NAME_PRINT(proc->proc_name),
+                            (unsigned)OPAL_PROC_MY_NAME.vpid);
+    }
+    free(list);
+}
+
 int mca_btl_ofi_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
                           struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers,
                           struct opal_bitmap_t *reachable)
@@ -243,18 +363,23 @@ int mca_btl_ofi_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *)btl;
 
     for (size_t i = 0; i < nprocs; ++i) {
+        bool on_node = OPAL_PROC_ON_LOCAL_NODE(procs[i]->proc_flags);
+
         peers[i] = NULL;
-        if (module->local_only && !OPAL_PROC_ON_LOCAL_NODE(procs[i]->proc_flags)) {
+        if (module->local_only && !on_node) {
             continue;
         }
-        if (NULL != module->local && OPAL_PROC_ON_LOCAL_NODE(procs[i]->proc_flags)) {
+        if (procs[i] != opal_proc_local_get() && mca_btl_ofi_no_sender(on_node)) {
+            mca_btl_ofi_refuse_unsent(procs[i], on_node);
+            continue;
+        }
+        if (NULL != module->local && on_node) {
             /* a peer on this node: the node-local domain, where that peer has one */
             peers[i] = mca_btl_ofi_local_endpoint_get(module, procs[i]);
         }
         if (NULL == peers[i]) {
             peers[i] = mca_btl_ofi_endpoint_get(module, procs[i]);
-            if (NULL != peers[i] && 0 != module->nic_count &&
-                !OPAL_PROC_ON_LOCAL_NODE(procs[i]->proc_flags)) {
+            if (NULL != peers[i] && 0 != module->nic_count && !on_node) {
                 mca_btl_ofi_stripes_get(module, peers[i]);
             }
         }

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -393,6 +394,7 @@ def run_argv(argv, timeout, env, workdir, take_lock=True):
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
+            dump_rank_stacks(proc.pid)
             _kill_group(proc)
             out, err = proc.communicate()
         seconds = time.monotonic() - start
@@ -417,6 +419,56 @@ def _descendants(pid):
             found.append(child)
             todo.append(child)
     return found
+
+
+LAUNCHERS = {"mpirun", "orterun", "orted", "prterun", "prted", "prte"}
+
+
+def _comm(proc):
+    try:
+        return (proc / "comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def dump_rank_stacks(pid):
+    """Before a timed-out launch is killed: every rank below pid (a process with libmpi
+    mapped, not a launcher) told on standard error, which pytest shows with the failure:
+    each thread's system call and kernel wait (/proc), and its stack where gdb is there.
+    The ranks of other hosts sit below daemons that left mpirun's tree (orted daemonizes
+    under plm rsh): those below any Open MPI daemon count too (the MPI lock keeps launches
+    apart)."""
+    daemons = [int(entry.name) for entry in Path("/proc").iterdir()
+               if entry.name.isdigit() and _comm(entry) in LAUNCHERS]
+    ranks = set(_descendants(pid))
+    for daemon in daemons:
+        ranks.update(_descendants(daemon))
+    for rank in sorted(ranks):
+        proc = Path(f"/proc/{rank}")
+        comm = _comm(proc)
+        try:
+            if comm in LAUNCHERS or "libmpi.so" not in (proc / "maps").read_text():
+                continue
+        except OSError:
+            continue
+        print(f"==== timed out: rank process {rank} ({comm}) ====", file=sys.stderr)
+        for task in sorted(proc.glob("task/*"), key=lambda t: int(t.name)):
+            try:
+                print(f"  thread {task.name}: wchan {(task / 'wchan').read_text()}, "
+                      f"syscall {(task / 'syscall').read_text().strip()}", file=sys.stderr)
+            except OSError:
+                pass
+        gdb = shutil.which("gdb")
+        if gdb:
+            try:
+                stacks = subprocess.run(
+                    [gdb, "-p", str(rank), "-batch", "-nx", "-ex", "thread apply all bt 30"],
+                    capture_output=True, text=True, errors="replace", timeout=60).stdout
+            except subprocess.TimeoutExpired:
+                stacks = "(gdb took over 60 s)\n"
+            print("".join(line + "\n" for line in stacks.splitlines()
+                          if line.startswith(("Thread ", "#"))), file=sys.stderr, end="")
+        sys.stderr.flush()
 
 
 def _kill_group(proc):

@@ -27,7 +27,8 @@ def selected_re():
 
 
 # Every btl-ofi message says one of these (help-mpi-btl-ofi.txt).
-OUR_MESSAGE_RE = re.compile(r"btl-ofi\s+is\s+disabling\s+itself|through\s+btl-ofi\s+failed")
+OUR_MESSAGE_RE = re.compile(r"btl-ofi\s+is\s+disabling\s+itself|through\s+btl-ofi\s+failed|"
+                            r"btl-ofi\s+carries\s+one-sided\s+traffic\s+only")
 # What mpirun 4.1 logs when a rank's show_help message went wrong on its way (NOTES.txt 11).
 ORTE_ERROR_RE = re.compile(r"^.*ORTE_ERROR_LOG.*$", re.M)
 TRAFFIC = ("put_count", "get_count", "atomic_count")
@@ -98,7 +99,11 @@ def our_messages(launch):
 
 
 def _our_messages(launch):
-    text = launch.stdout + "\n" + launch.stderr
+    return messages_in(launch.stdout + "\n" + launch.stderr)
+
+
+def messages_in(text):
+    """Text of the btl-ofi help messages in a job's output."""
     blocks = re.split(r"^-{20,}$", text, flags=re.M)
     return [b.strip() for b in blocks if OUR_MESSAGE_RE.search(b)]
 
@@ -439,7 +444,7 @@ def judge_bad_input(launch, expected, what, planned):
     if messages != [expected]:
         return Verdict("fail", f"{where}: expected btl-ofi's message exactly once, word for "
                                f"word; saw {len(messages)} message(s)\n"
-                               + _text_difference(expected, messages)
+                               + text_difference(expected, messages)
                                + f"\n  {launch.command_line()}")
     if launch.returncode != 0:
         return Verdict("pass")  # stopped, with the message
@@ -457,7 +462,7 @@ def judge_bad_input(launch, expected, what, planned):
     return Verdict("pass")
 
 
-def _text_difference(expected, messages):
+def text_difference(expected, messages):
     import difflib
 
     if not messages:

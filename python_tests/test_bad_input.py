@@ -319,6 +319,50 @@ def test_provider_needing_declined_mr_mode(nranks, tmp_path, mpi_env_file, compo
                        provider=provider)
 
 
+NO_SEND_BTL = '''Open MPI's pml ob1 carries MPI's two-sided traffic, which every program
+needs (window creation itself is a collective), through BTLs that send
+messages. btl-ofi carries one-sided traffic only, and no BTL in the list
+sends to some of the processes. Open MPI would crash at the first message
+to them; btl-ofi leaves them unreachable instead, so that MPI says so and
+the job ends. Add a BTL that reaches them to the list.
+
+  BTL list:    {btls}
+  No sender:   to the processes {where}
+  For example: --mca btl self,{node},tcp,{c}
+  Process:     rank 0 on {host}'''
+UNREACHABLE = "At least one pair of MPI processes are unable to reach each other"
+
+
+def judge_no_sender(run, expected, what):
+    """A BTL list that leaves pml ob1 no BTL sending to some peers (btl-ofi has no send
+    path): btl-ofi's message, word for word and once (rank 0 says it), Open MPI's own
+    unreachable message, and the job ended with an error, not a crash or a hang. Without
+    btl-ofi's refusal Open MPI 4.1.4 and 5.0.7 crash at the first send (SIGSEGV in
+    mca_pml_ob1_isend, as they do with their own one-sided btl/ofi). mpirun 4.1's
+    ORTE_ERROR_LOG is let pass here: it comes with Open MPI's messages of several ranks
+    (NOTES.txt 11), which btl-ofi cannot stop. run: a launcher.Launch or launcher.Run."""
+    text = run.stdout + "\n" + run.stderr
+    tail = f"{run.stdout[-1500:]}\n{run.stderr[-2500:]}"
+    assert not run.timed_out, f"{what}: timed out\n{tail}"
+    assert run.returncode is not None and 0 < run.returncode <= 128 and \
+        "Segmentation fault" not in text, f"{what}: exit {run.returncode}\n{tail}"
+    messages = outcome.messages_in(text)
+    assert messages == [expected], \
+        f"{what}: {len(messages)} message(s)\n{outcome.text_difference(expected, messages)}"
+    assert UNREACHABLE in text, f"{what}: no unreachable message of Open MPI\n{tail}"
+
+
+@pytest.mark.parametrize("nranks", RANKS)
+def test_btl_list_without_sender(nranks, tmp_path, mpi_env_file, component):
+    """--mca btl self,<c> under pml ob1: no BTL sends to the other ranks of this node
+    (judge_no_sender)."""
+    btls = f"self,{component}"
+    launch = launcher.run_mpi(nranks, {"checks": PLAN}, timeout=90, workdir=tmp_path, btl=btls)
+    expected = NO_SEND_BTL.format(btls=btls, where="on this node", node=launcher.node_btl(),
+                                  c=component, host=socket.gethostname().split(".")[0])
+    judge_no_sender(launch, expected, f"--mca btl {btls}, {nranks} ranks")
+
+
 def pytest_generate_tests(metafunc):
     """One case per provider asked for that btl-ofi declines by design (conftest)."""
     if "declined_provider" in metafunc.fixturenames:

@@ -37,6 +37,7 @@ import pytest
 import launcher
 import matrix
 import outcome
+from test_bad_input import NO_SEND_BTL, judge_no_sender
 from test_multihost import netns_hosts  # noqa: F401  (the namespaces fixture)
 
 REPO = Path(__file__).resolve().parent.parent
@@ -232,6 +233,26 @@ def test_node_local_off(two_per_host, tmp_path):
             f"rank {rank}: local_provider=none, yet {c}"
         assert c["put_count"] >= NRANKS and c["atomic_count"] >= CHECK["rounds"], \
             f"rank {rank}: {c}"
+
+
+def test_btl_list_without_network_sender(two_per_host, tmp_path):
+    """--mca btl self,<node BTL>,<c> across hosts under pml ob1: the node BTL sends to
+    node partners only, nothing to the other host's ranks, which btl-ofi then leaves
+    unreachable with its message (test_bad_input.judge_no_sender). A C program: its
+    errors are fatal, so the job ends at the first collective that reaches across
+    (a Python rank's MPI exception would leave the others waiting)."""
+    component = launcher.component_name()
+    btls = f"self,{launcher.node_btl()},{component}"
+    argv = launcher.mpirun_argv(NRANKS, PROVIDER, None, "rdma", btls, program=REPO / "osc_stress",
+                                program_args=["-s", "26", "-e", "1"], native=True,
+                                hosts=two_per_host)
+    env = launcher.mpi_env()
+    env.update(two_per_host.env())
+    run = launcher.run_argv(argv, 120, env, tmp_path)
+    host = re.search(r"Process:\s+rank 0 on (\S+)", run.stdout + run.stderr)
+    expected = NO_SEND_BTL.format(btls=btls, where="on other nodes", node=launcher.node_btl(),
+                                  c=component, host=host[1] if host else "(rank 0's host)")
+    judge_no_sender(run, expected, f"--mca btl {btls} across two hosts")
 
 
 def _native_mixed(hosts, tmp_path, wake, program, args, timeout=300, ours=None, nics=1):

@@ -34,8 +34,10 @@ esac
 SUITE=$VERSION_CODENAME
 [ "$PLATFORM" = "Debian unstable" ] && SUITE=sid
 
+# gdb: a launch that times out in the tests has its ranks' stacks printed
+# (python_tests/launcher.py, dump_rank_stacks).
 PACKAGES=(openmpi-bin libopenmpi-dev libfabric-dev libfabric-bin
-    autoconf automake libtool pkg-config make gcc libc6-dev python3 python3-venv)
+    autoconf automake libtool pkg-config make gcc libc6-dev python3 python3-venv gdb)
 if [ "$PLATFORM" = "Debian 12" ]; then
     # Python packages come from PyPI into the venv.
     PACKAGES+=(python3-dev)
