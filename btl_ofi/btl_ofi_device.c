@@ -254,6 +254,7 @@ static void mca_btl_ofi_lists_construct(mca_btl_ofi_module_t *module)
     OBJ_CONSTRUCT(&module->deferred_lock, opal_mutex_t);
     OBJ_CONSTRUCT(&module->deferred, opal_list_t);
     atomic_store(&module->outstanding, 0);
+    atomic_store(&module->reaped, 0);
     atomic_store(&module->remote_regs, 0);
     mca_btl_ofi_fault_construct(module);
 }

@@ -233,9 +233,13 @@ int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module)
     if (count > 0) {
         module->stall_since = 0;
         mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_ENTRIES, (uint64_t)count);
+        /* out of the CQ: no longer held against the room for new operations, while their
+         * handlers run one after another (mca_btl_ofi_op_room) */
+        atomic_fetch_add(&module->reaped, (int_fast64_t)count);
         for (ssize_t i = 0; i < count; ++i) {
             mca_btl_ofi_op_t *op = container_of(entries[i].op_context, mca_btl_ofi_op_t, fi_ctx);
             mca_btl_ofi_op_complete(module, op, OPAL_SUCCESS);
+            atomic_fetch_sub(&module->reaped, 1);
         }
         return (int)count;
     }

@@ -146,11 +146,19 @@ static inline uint64_t mca_btl_ofi_inject_key(uint64_t key)
  * sends and the answers owed to peers), which never wait for room, so that two ranks
  * each at the limit can still answer each other. false: OPAL_ERR_OUT_OF_RESOURCE, try
  * again (osc/rdma progresses and retries).
+ *
+ * Operations whose completions a progress call has read and not yet handled (reaped)
+ * hold no CQ entry, so they do not count: a completion callback that starts an
+ * operation, and on OPAL_ERR_OUT_OF_RESOURCE calls opal_progress until it may (osc/rdma
+ * does), runs while the rest of its batch waits behind it; counted, those would keep
+ * the room shut that only their handling opens, and the callback would spin forever.
  */
 static inline bool mca_btl_ofi_op_room(const mca_btl_ofi_module_t *module)
 {
     return 0 == module->op_limit ||
-           atomic_load_explicit(&module->outstanding, memory_order_relaxed) < module->op_limit;
+           atomic_load_explicit(&module->outstanding, memory_order_relaxed) -
+                   atomic_load_explicit(&module->reaped, memory_order_relaxed) <
+               module->op_limit;
 }
 
 /**

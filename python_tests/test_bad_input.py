@@ -330,7 +330,9 @@ the job ends. Add a BTL that reaches them to the list.
   No sender:   to the processes {where}
   For example: --mca btl self,{node},tcp,{c}
   Process:     rank 0 on {host}'''
-UNREACHABLE = "At least one pair of MPI processes are unable to reach each other"
+# Open MPI's words for it: bml/r2's and MPI_Init's messages (mpirun 4.1 loses one or the
+# other now and then, NOTES.txt 11)
+UNREACHABLE = re.compile(r"unable to reach each other|at least one MPI process is unreachable")
 
 
 def judge_no_sender(run, expected, what):
@@ -349,7 +351,7 @@ def judge_no_sender(run, expected, what):
     messages = outcome.messages_in(text)
     assert messages == [expected], \
         f"{what}: {len(messages)} message(s)\n{outcome.text_difference(expected, messages)}"
-    assert UNREACHABLE in text, f"{what}: no unreachable message of Open MPI\n{tail}"
+    assert UNREACHABLE.search(text), f"{what}: no unreachable message of Open MPI\n{tail}"
 
 
 @pytest.mark.parametrize("nranks", RANKS)

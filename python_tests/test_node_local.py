@@ -247,17 +247,20 @@ def test_btl_list_without_network_sender(two_per_host, tmp_path):
     10)."""
     component = launcher.component_name()
     btls = f"self,{launcher.node_btl()},{component}"
-    mca = {"coll": "^han"} if launcher.ompi_major() >= 5 else None
-    argv = launcher.mpirun_argv(NRANKS, PROVIDER, mca, "rdma", btls, program=REPO / "osc_stress",
-                                program_args=["-s", "26", "-e", "1"], native=True,
-                                hosts=two_per_host)
-    env = launcher.mpi_env()
-    env.update(two_per_host.env())
-    run = launcher.run_argv(argv, 120, env, tmp_path)
-    host = re.search(r"Process:\s+rank 0 on (\S+)", run.stdout + run.stderr)
+    run = _run_native(two_per_host, tmp_path, btls, "osc_stress", ["-s", "26", "-e", "1"], 120,
+                      mca={"coll": "^han"} if launcher.ompi_major() >= 5 else None)
     expected = NO_SEND_BTL.format(btls=btls, where="on other nodes", node=launcher.node_btl(),
-                                  c=component, host=host[1] if host else "(rank 0's host)")
+                                  c=component, host=two_per_host.nodes[0])
     judge_no_sender(run, expected, f"--mca btl {btls} across two hosts")
+
+
+def _run_native(hosts, tmp_path, btls, program, args, timeout, mca=None, ours=None):
+    """A harness program of this checkout on the 4 ranks over tcp;ofi_rxm: the Run."""
+    argv = launcher.mpirun_argv(NRANKS, PROVIDER, mca, "rdma", btls, program=REPO / program,
+                                program_args=args, native=True, hosts=hosts, ours=ours)
+    env = launcher.mpi_env()
+    env.update(hosts.env())
+    return launcher.run_argv(argv, timeout, env, tmp_path)
 
 
 def _native_mixed(hosts, tmp_path, wake, program, args, timeout=300, ours=None, nics=1):
@@ -265,13 +268,9 @@ def _native_mixed(hosts, tmp_path, wake, program, args, timeout=300, ours=None, 
     over tcp (nics: the NICs each rank uses for them), wake as given: it must pass, every
     rank carry its node over shm, and the io_uring poll be set up where wake=1 (and io_uring
     is there) only, on each NIC."""
-    argv = launcher.mpirun_argv(
-        NRANKS, PROVIDER, None, "rdma", f"self,{launcher.node_btl()},tcp,"
-        f"{launcher.component_name()}", program=REPO / program, program_args=args,
-        native=True, hosts=hosts, ours={"wake": wake, **(ours or {})})
-    env = launcher.mpi_env()
-    env.update(hosts.env())
-    run = launcher.run_argv(argv, timeout, env, tmp_path)
+    run = _run_native(hosts, tmp_path, f"self,{launcher.node_btl()},tcp,"
+                      f"{launcher.component_name()}", program, args, timeout,
+                      ours={"wake": wake, **(ours or {})})
     text = run.stdout + run.stderr
     assert not run.timed_out and run.returncode == 0 and "RESULT PASSED" in run.stdout, \
         f"{program} exit {run.returncode}{' (timed out)' if run.timed_out else ''}:\n" \
