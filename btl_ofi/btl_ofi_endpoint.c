@@ -329,7 +329,7 @@ static bool mca_btl_ofi_no_sender(bool on_node)
 static void mca_btl_ofi_refuse_unsent(const struct opal_proc_t *proc, bool on_node)
 {
     static bool said = false;
-    char *list = NULL;
+    const char *list = NULL;
     int index = mca_base_var_find("opal", "btl", NULL, NULL);
     char **btls = NULL; /* the parameter's storage */
 
@@ -338,8 +338,8 @@ static void mca_btl_ofi_refuse_unsent(const struct opal_proc_t *proc, bool on_no
     }
     said = true;
     if (0 <= index && OPAL_SUCCESS == mca_base_var_get_value(index, &btls, NULL, NULL) &&
-        NULL != btls && NULL != *btls) {
-        list = strdup(*btls);
+        NULL != btls) {
+        list = *btls;
     }
     if (0 == OPAL_PROC_MY_NAME.vpid) {
         mca_btl_ofi_report_now("no-send-btl", NULL != list ? list : "(Open MPI's default)",
@@ -353,7 +353,6 @@ static void mca_btl_ofi_refuse_unsent(const struct opal_proc_t *proc, bool on_no
                             NULL != list ? list : "", OPAL_NAME_PRINT(proc->proc_name),
                             (unsigned)OPAL_PROC_MY_NAME.vpid);
     }
-    free(list);
 }
 
 int mca_btl_ofi_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
