@@ -338,11 +338,13 @@ UNREACHABLE = re.compile(r"unable to reach each other|at least one MPI process i
 def judge_no_sender(run, expected, what):
     """A BTL list that leaves pml ob1 no BTL sending to some peers (btl-ofi has no send
     path): btl-ofi's message, word for word and once (rank 0 says it), Open MPI's own
-    unreachable message, and the job ended with an error, not a crash or a hang. Without
+    unreachable message (unless mpirun 4.1 lost it), and the job ended with an error, not a
+    crash or a hang. Without
     btl-ofi's refusal Open MPI 4.1.4 and 5.0.7 crash at the first send (SIGSEGV in
     mca_pml_ob1_isend, as they do with their own one-sided btl/ofi). mpirun 4.1's
     ORTE_ERROR_LOG is let pass here: it comes with Open MPI's messages of several ranks
-    (NOTES.txt 11), which btl-ofi cannot stop. run: a launcher.Launch or launcher.Run."""
+    (NOTES.txt 11), which btl-ofi cannot stop, and which it may lose altogether.
+    run: a launcher.Launch or launcher.Run."""
     text = run.stdout + "\n" + run.stderr
     tail = f"{run.stdout[-1500:]}\n{run.stderr[-2500:]}"
     assert not run.timed_out, f"{what}: timed out\n{tail}"
@@ -351,7 +353,12 @@ def judge_no_sender(run, expected, what):
     messages = outcome.messages_in(text)
     assert messages == [expected], \
         f"{what}: {len(messages)} message(s)\n{outcome.text_difference(expected, messages)}"
-    assert UNREACHABLE.search(text), f"{what}: no unreachable message of Open MPI\n{tail}"
+    # mpirun 4.1 may lose every show_help message of the ranks, Open MPI's abort lines
+    # included (it logs an ORTE_ERROR_LOG in show_help.c for each, NOTES.txt 11): then the
+    # error exit above is all that is left of them
+    lost = re.search(r"ORTE_ERROR_LOG: .*/show_help\.c", text)
+    assert UNREACHABLE.search(text) or lost, \
+        f"{what}: no unreachable message of Open MPI\n{tail}"
 
 
 @pytest.mark.parametrize("nranks", RANKS)
