@@ -103,8 +103,9 @@ def _our_messages(launch):
 
 
 def messages_in(text):
-    """Text of the btl-ofi help messages in a job's output."""
-    blocks = re.split(r"^-{20,}$", text, flags=re.M)
+    """Text of the btl-ofi help messages in a job's output (less the NUL bytes prterun's
+    output forwarding now and then puts before a line)."""
+    blocks = re.split(r"^-{20,}$", text.replace("\x00", ""), flags=re.M)
     return [b.strip() for b in blocks if OUR_MESSAGE_RE.search(b)]
 
 
