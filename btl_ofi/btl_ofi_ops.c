@@ -318,9 +318,9 @@ static int mca_btl_ofi_progress_every(mca_btl_ofi_module_t *module, bool paced, 
     }
     if (MCA_BTL_OFI_WAKE_ARMED == __atomic_load_n(&module->wake_state, __ATOMIC_ACQUIRE)) {
         /* left unread while its poll is pending (btl_ofi_wake.h): a look at the ring at each
-         * call, at the clock once in MCA_BTL_OFI_WAKE_SAFETY_PASSES of them */
+         * call (read at once where it fired), at the clock once in
+         * MCA_BTL_OFI_WAKE_SAFETY_PASSES of them */
         if (mca_btl_ofi_wake_fired(module)) {
-            mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_WOKEN, 1);
             woken = true;
         } else if (++module->wake_passes < MCA_BTL_OFI_WAKE_SAFETY_PASSES) {
             return 0;
@@ -340,6 +340,10 @@ static int mca_btl_ofi_progress_every(mca_btl_ofi_module_t *module, bool paced, 
         return 0;
     }
     events = mca_btl_ofi_progress_module(module);
+    if (woken) {
+        /* the peer served first, the poll's completion taken after */
+        mca_btl_ofi_wake_settle(module);
+    }
     after = mca_btl_ofi_now_ns();
     moved = 0 != events || mca_btl_ofi_module_busy(module);
     if (mca_btl_ofi_read_cost(module, after, after - before, moved)) {

@@ -162,6 +162,7 @@ static int mca_btl_ofi_wake_submit(mca_btl_ofi_wake_ring_t *ring, int fd)
      * is, arranged so that this stays right on either byte order); POLLIN fits in it */
     sqe->poll_events = POLLIN;
     sqe->user_data = 1;
+    ring->submitter = pthread_self();
     ring->sq_array[index] = index;
     __atomic_store_n(ring->sq_tail, tail + 1, __ATOMIC_RELEASE);
     errno = 0;
@@ -171,10 +172,24 @@ static int mca_btl_ofi_wake_submit(mca_btl_ofi_wake_ring_t *ring, int fd)
     return 0;
 }
 
-void mca_btl_ofi_wake_run(mca_btl_ofi_module_t *module)
+void mca_btl_ofi_wake_settle(mca_btl_ofi_module_t *module)
 {
-    (void)syscall(__NR_io_uring_enter, module->wake_ring->ring_fd, 0, 0,
-                  IORING_ENTER_GETEVENTS, NULL, 0);
+    mca_btl_ofi_wake_ring_t *ring = module->wake_ring;
+    unsigned head = __atomic_load_n(ring->cq_head, __ATOMIC_RELAXED);
+
+    if (head == __atomic_load_n(ring->cq_tail, __ATOMIC_ACQUIRE)) {
+        /* flagged only: the kernel posts it now */
+        (void)syscall(__NR_io_uring_enter, ring->ring_fd, 0, 0, IORING_ENTER_GETEVENTS, NULL,
+                      0);
+    }
+    if (head == __atomic_load_n(ring->cq_tail, __ATOMIC_ACQUIRE)) {
+        __atomic_store_n(&module->wake_state, MCA_BTL_OFI_WAKE_ARMED, __ATOMIC_RELEASE);
+        return;
+    }
+    /* FIRED: no other thread touches the head meanwhile */
+    __atomic_store_n(ring->cq_head, head + 1, __ATOMIC_RELEASE);
+    mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_WOKEN, 1);
+    __atomic_store_n(&module->wake_state, MCA_BTL_OFI_WAKE_IDLE, __ATOMIC_RELEASE);
 }
 
 void mca_btl_ofi_wake_attach(mca_btl_ofi_module_t *module)
@@ -251,7 +266,7 @@ bool mca_btl_ofi_wake_arm(mca_btl_ofi_module_t *module, uint64_t now)
 
 #else /* no io_uring: mca_btl_ofi_wake_wanted says no, so none of these is reached */
 
-void mca_btl_ofi_wake_run(mca_btl_ofi_module_t *module)
+void mca_btl_ofi_wake_settle(mca_btl_ofi_module_t *module)
 {
     (void)module;
 }

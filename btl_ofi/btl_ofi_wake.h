@@ -21,13 +21,16 @@
  * MCA_BTL_OFI_WAKE_SAFETY_PASSES progress calls went by and MCA_BTL_OFI_WAKE_SAFETY_NS with
  * them (for what the descriptor may not show). A look at the ring is a load or two: where
  * the kernel can (5.19 and later) it flags a completed poll in the ring and the process
- * lets it post it with one io_uring_enter, rather than being interrupted for it.
+ * lets it post it with one io_uring_enter, made after the CQ read the flag called for,
+ * rather than being interrupted for it.
  */
 
 #ifndef MCA_BTL_OFI_WAKE_H
 #define MCA_BTL_OFI_WAKE_H
 
 #include "btl_ofi_module.h"
+
+#include <pthread.h>
 
 BEGIN_C_DECLS
 
@@ -37,6 +40,8 @@ enum {
     MCA_BTL_OFI_WAKE_IDLE,     /**< read at the pace, armed when it would pause */
     MCA_BTL_OFI_WAKE_ARMED,    /**< a poll of its descriptor pending in the ring: left unread */
     MCA_BTL_OFI_WAKE_ARMING,   /**< one thread is arming it (fi_trywait, the submission) */
+    MCA_BTL_OFI_WAKE_FIRED,    /**< its poll done or flagged: one thread reads the CQ, then
+                                    takes the poll's completion (mca_btl_ofi_wake_settle) */
 };
 
 /** Quiet reads in a row (nothing came, nothing of its own in flight) before a module is
@@ -56,6 +61,9 @@ typedef struct mca_btl_ofi_wake_ring_t {
      *  let it do (a poll completed: IORING_SQ_TASKRUN; 0 where the kernel interrupts the
      *  process for it instead) */
     unsigned *sq_flags, taskrun;
+    /** the thread that submitted the pending poll: only its own system calls let the
+     *  kernel post that poll's completion (task work is the submitter's) */
+    pthread_t submitter;
     unsigned *sq_tail, *sq_mask, *sq_array;
     void *sqes;
     int ring_fd;
@@ -83,35 +91,36 @@ void mca_btl_ofi_wake_detach(mca_btl_ofi_module_t *module);
  *  already) */
 bool mca_btl_ofi_wake_arm(mca_btl_ofi_module_t *module, uint64_t now);
 
-/** An io_uring_enter(2) that lets the kernel post what it has for module's ring. */
-void mca_btl_ofi_wake_run(mca_btl_ofi_module_t *module);
-
-/** An armed module: whether its poll is done (the descriptor became readable, or the poll
- *  ended otherwise); then it is no longer armed. */
+/** An armed module: whether its poll is done (its completion in the ring) or the kernel
+ *  has flagged it so (the completion not posted yet: IORING_SQ_TASKRUN; seen by the thread
+ *  that submitted the poll, the one whose system call lets the kernel post it); then the
+ *  calling thread, and it alone, has it (MCA_BTL_OFI_WAKE_FIRED): it reads the CQ at once
+ *  and calls mca_btl_ofi_wake_settle after. The io_uring_enter that posts a flagged
+ *  completion waits until after that read: the peer whose request made the descriptor
+ *  readable is served one system call sooner. */
 static inline bool mca_btl_ofi_wake_fired(mca_btl_ofi_module_t *module)
 {
     mca_btl_ofi_wake_ring_t *ring = module->wake_ring;
-    unsigned head = __atomic_load_n(ring->cq_head, __ATOMIC_ACQUIRE);
+    int armed = MCA_BTL_OFI_WAKE_ARMED;
 
-    if (head == __atomic_load_n(ring->cq_tail, __ATOMIC_ACQUIRE)) {
-        if (0 == (__atomic_load_n(ring->sq_flags, __ATOMIC_ACQUIRE) & ring->taskrun)) {
-            return false;
-        }
-        mca_btl_ofi_wake_run(module);
-        if (head == __atomic_load_n(ring->cq_tail, __ATOMIC_ACQUIRE)) {
-            return false;
-        }
-    }
-    /* one poll in flight at a time: this is its completion (its result does not matter:
-     * readable, or ended some other way, the CQ is read now either way), taken by one
-     * thread where several make progress */
-    if (!__atomic_compare_exchange_n(ring->cq_head, &head, head + 1, false, __ATOMIC_ACQ_REL,
-                                     __ATOMIC_ACQUIRE)) {
+    if (__atomic_load_n(ring->cq_head, __ATOMIC_ACQUIRE) ==
+            __atomic_load_n(ring->cq_tail, __ATOMIC_ACQUIRE) &&
+        (0 == (__atomic_load_n(ring->sq_flags, __ATOMIC_ACQUIRE) & ring->taskrun) ||
+         !pthread_equal(pthread_self(), ring->submitter))) {
         return false;
     }
-    __atomic_store_n(&module->wake_state, MCA_BTL_OFI_WAKE_IDLE, __ATOMIC_RELEASE);
-    return true;
+    /* taken by one thread where several make progress */
+    return __atomic_compare_exchange_n(&module->wake_state, &armed, MCA_BTL_OFI_WAKE_FIRED,
+                                       false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
+
+/** After the read that mca_btl_ofi_wake_fired called for: the poll's completion posted
+ *  where it was only flagged, and taken (one poll in flight at a time: this is its; its
+ *  result does not matter, the CQ was read either way; counted in cq_wake_reads); the
+ *  module is then read at the pace again, and armed anew when that would pause. Where the
+ *  kernel posted nothing (the poll found the descriptor not readable after all, another
+ *  thread's read having taken what made it so, and waits on) it stays armed. */
+void mca_btl_ofi_wake_settle(mca_btl_ofi_module_t *module);
 
 END_C_DECLS
 

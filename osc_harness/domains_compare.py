@@ -10,7 +10,8 @@ steadiest measure; rounds whose two values are not in one mode are left out), an
 that median with its 90% bootstrap interval: a target is met where every row's
 interval lies within the bound, NOT met where one lies wholly beyond it, undecided
 where the noise cannot tell (rows with fewer than half the rounds, or than 8, in one
-mode are undecided too).
+mode are undecided too). A last table gives those paired medians and intervals row by
+row, a column for each pair a target compares.
 
 --mode node-local (default): peers on the same node over shm beside the
 network (btl_<c>_local_provider). osc_latency between ranks 0 and 1
@@ -403,6 +404,27 @@ def interval_targets(mode, by_round):
     return out
 
 
+def interval_table(mode, by_round):
+    """The paired ratios of every judged target's pair, a column each, row by row: median
+    (BOOT_LEVEL interval; rounds in one mode), as interval_targets judges them."""
+    pairs = []
+    for a, b, _metric, _sizes, most, _least in mode["targets"]:
+        if most is not None and (a, b) not in pairs:
+            pairs.append((a, b))
+    cols = [{k: (median_interval(v), len(v)) for k, v in same_mode_ratios(by_round, a, b).items()}
+            for a, b in pairs]
+    keys = sorted({k for col in cols for k in col})
+    if not keys:
+        return ""
+    lines = ["| metric | op | bytes | " + " | ".join(f"{a} / {b}" for a, b in pairs) + " |",
+             "|---|---|---:|" + "---:|" * len(pairs)]
+    for key in keys:
+        cells = [f"{col[key][0][0]:.2f} ({col[key][0][1]:.2f}-{col[key][0][2]:.2f}; "
+                 f"{col[key][1]})" if key in col else "(under half)" for col in cols]
+        lines.append(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def targets(mode, ratios_of_pair):
     out = []
     for a, b, metric, sizes, most, least in mode["targets"]:
@@ -488,6 +510,10 @@ def main():
             text += f"| {name} | " + " | ".join(f"{sent.get(i, 0) / 2**20:.0f} MiB"
                                                 for i in hosts.ifaces) + \
                 f" | {max(sent.values() or [0]) / total:.2f} |\n"
+    paired = interval_table(mode, by_round)
+    if paired:
+        text += (f"\n\nthe targets' pairs, the median of the rounds' own ratios ({BOOT_LEVEL:.0%} "
+                 f"bootstrap interval; rounds in one mode):\n\n" + paired)
     print(text)
     with open(os.path.join(outdir, f"{opts.mode}.json"), "w", encoding="utf-8") as fh:
         json.dump({c: {"/".join(map(str, k)): v for k, v in rows.items()}
