@@ -365,6 +365,11 @@ def in_target(key, metric, sizes):
     return key[0] == metric and (sizes is None or key[2] in sizes)
 
 
+def pair_intervals(by_round, a, b):
+    """{row: (median_interval of a's paired ratios to b, the rounds in one mode)}."""
+    return {k: (median_interval(v), len(v)) for k, v in same_mode_ratios(by_round, a, b).items()}
+
+
 def interval_targets(mode, by_round):
     """Each target judged by the paired ratios with their bootstrap intervals: met where
     every row's interval lies within the bound, NOT met where some row's lies wholly beyond
@@ -377,8 +382,8 @@ def interval_targets(mode, by_round):
             out.append(f"target {a} / {b} ({metric}) at least {least}x: not judged this way "
                        f"(a gain: the rounds' ratios lie outside the mode window)")
             continue
-        rows = {k: median_interval(v) for k, v in same_mode_ratios(by_round, a, b).items()
-                if in_target(k, metric, sizes) and len(v) >= BOOT_MIN_ROUNDS}
+        rows = {k: m for k, (m, n) in pair_intervals(by_round, a, b).items()
+                if in_target(k, metric, sizes) and n >= BOOT_MIN_ROUNDS}
         # rows of both whose rounds fell in one mode less than half the time, or too few
         # rounds in all: not told
         lost = [k for k in by_round.get(a, {}) if k in by_round.get(b, {}) and k not in rows
@@ -411,8 +416,7 @@ def interval_table(mode, by_round):
     for a, b, _metric, _sizes, most, _least in mode["targets"]:
         if most is not None and (a, b) not in pairs:
             pairs.append((a, b))
-    cols = [{k: (median_interval(v), len(v)) for k, v in same_mode_ratios(by_round, a, b).items()}
-            for a, b in pairs]
+    cols = [pair_intervals(by_round, a, b) for a, b in pairs]
     keys = sorted({k for col in cols for k in col})
     if not keys:
         return ""
