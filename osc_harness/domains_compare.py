@@ -410,21 +410,30 @@ def interval_targets(mode, by_round):
 
 
 def interval_table(mode, by_round):
-    """The paired ratios of every judged target's pair, a column each, row by row: median
-    (BOOT_LEVEL interval; rounds in one mode), as interval_targets judges them."""
-    pairs = []
-    for a, b, _metric, _sizes, most, _least in mode["targets"]:
-        if most is not None and (a, b) not in pairs:
-            pairs.append((a, b))
+    """The paired ratios of every judged target's pair, a column each, row by row (the rows
+    its targets judge): median (BOOT_LEVEL interval; rounds in one mode), as
+    interval_targets judges them."""
+    judged = {}  # (a, b) -> [(metric, sizes)] of its targets with an upper bound
+    for a, b, metric, sizes, most, _least in mode["targets"]:
+        if most is not None:
+            judged.setdefault((a, b), []).append((metric, sizes))
+    pairs = list(judged)
     cols = [pair_intervals(by_round, a, b) for a, b in pairs]
-    keys = sorted({k for col in cols for k in col})
+    # every judged row both configurations ran: "(under half)" where too few of its rounds
+    # were in one mode
+    rows = [{k for k in by_round.get(a, {}) if k in by_round.get(b, {})
+             and any(in_target(k, metric, sizes) for metric, sizes in judged[a, b])}
+            for a, b in pairs]
+    keys = sorted(set().union(*rows)) if rows else []
     if not keys:
         return ""
     lines = ["| metric | op | bytes | " + " | ".join(f"{a} / {b}" for a, b in pairs) + " |",
              "|---|---|---:|" + "---:|" * len(pairs)]
     for key in keys:
-        cells = [f"{col[key][0][0]:.2f} ({col[key][0][1]:.2f}-{col[key][0][2]:.2f}; "
-                 f"{col[key][1]})" if key in col else "(under half)" for col in cols]
+        cells = ["" if key not in mine else
+                 f"{col[key][0][0]:.2f} ({col[key][0][1]:.2f}-{col[key][0][2]:.2f}; "
+                 f"{col[key][1]})" if key in col else "(under half)"
+                 for col, mine in zip(cols, rows)]
         lines.append(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

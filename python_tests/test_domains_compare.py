@@ -95,3 +95,34 @@ def test_gain_target_not_judged_by_pairs():
     says so rather than printing a verdict from rounds it had to leave out."""
     line = _verdict(_rounds(_noisy(1.9, 0.03)), _mode(most=None, least=1.5))
     assert "not judged" in line and not re.search(r"\b(met|undecided)\b", line), line
+
+
+def test_interval_table_shows_what_the_verdict_judged():
+    """The table of the targets' pairs gives, row by row, the paired median, its interval and
+    the rounds in one mode that the verdict of the same pair was drawn from; a row with too
+    few rounds in one mode says so, and a gain target has no column."""
+    second = ("lat_us", "put", 8)
+    by_round = _rounds(_noisy(1.30, 0.03))
+    by_round["a"][second] = {r: 2.5 for r in range(40)}   # every round out of the mode window
+    by_round["b"][second] = {r: 1.0 for r in range(40)}
+    mode = {"targets": [("a", "b", "lat_us", None, 1.1, None),
+                        ("a", "b", "bw_MBps", None, None, 1.5)]}
+    lines = dc.interval_table(mode, by_round).splitlines()
+    assert lines[0] == "| metric | op | bytes | a / b |", lines
+    med, low, high = dc.median_interval(dc.same_mode_ratios(by_round, "a", "b")[ROW])
+    assert f"| lat_us | cas | 8 | {med:.2f} ({low:.2f}-{high:.2f}; 40) |" in lines, lines
+    assert "| lat_us | put | 8 | (under half) |" in lines, lines
+    verdict = dc.interval_targets(mode, by_round)[0]
+    assert f"{med:.2f}x ({dc.BOOT_LEVEL:.0%} interval {low:.2f}-{high:.2f}) NOT met" in verdict, \
+        verdict
+
+
+def test_interval_table_rows_of_the_targets_only():
+    """A pair's column holds the rows its targets judge (striping's latency target: 8 bytes),
+    not the rest of what both ran."""
+    big = ("lat_us", "put", 4194304)
+    by_round = _rounds(_noisy(1.0, 0.03))
+    by_round["a"][big] = by_round["b"][big] = {r: 1.0 for r in range(40)}
+    mode = {"targets": [("a", "b", "lat_us", (8,), 1.1, None)]}
+    lines = dc.interval_table(mode, by_round).splitlines()
+    assert len(lines) == 3 and lines[2].startswith("| lat_us | cas | 8 | "), lines
