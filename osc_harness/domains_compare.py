@@ -429,11 +429,17 @@ def interval_table(mode, by_round):
         return ""
     lines = ["| metric | op | bytes | " + " | ".join(f"{a} / {b}" for a, b in pairs) + " |",
              "|---|---|---:|" + "---:|" * len(pairs)]
+
+    def cell(key, col, mine):
+        if key not in mine:
+            return ""  # a row none of this pair's targets judges
+        if key not in col:
+            return "(under half)"
+        (med, low, high), n = col[key]
+        return f"{med:.2f} ({low:.2f}-{high:.2f}; {n})"
+
     for key in keys:
-        cells = ["" if key not in mine else
-                 f"{col[key][0][0]:.2f} ({col[key][0][1]:.2f}-{col[key][0][2]:.2f}; "
-                 f"{col[key][1]})" if key in col else "(under half)"
-                 for col, mine in zip(cols, rows)]
+        cells = [cell(key, col, mine) for col, mine in zip(cols, rows)]
         lines.append(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
