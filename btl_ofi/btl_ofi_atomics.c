@@ -174,7 +174,7 @@ int mca_btl_ofi_atomics_probe(mca_btl_ofi_module_t *module, bool casless_as_mess
         for (int op = 0; op < MCA_BTL_ATOMIC_LAST; ++op) {
             if (mca_btl_ofi_atomic_table[op].valid) {
                 caps->native[op][dt] =
-                    mca_btl_ofi_params.force_atomic_emulation
+                    mca_btl_ofi_params.debug_atomic_emulation
                         ? 0
                         : mca_btl_ofi_probe_op(module->ep, mca_btl_ofi_atomic_dt[dt],
                                                mca_btl_ofi_atomic_table[op].fi_op);

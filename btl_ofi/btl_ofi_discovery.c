@@ -899,7 +899,7 @@ static void mca_btl_ofi_prefer(struct fi_info **chosen, struct fi_info *better)
 /* Ordering that makes a read a proof that earlier writes and atomics landed (none asked
  * with the debug btl_ofi_proof_trusts_order, the negative control of NOTES.txt 5). */
 #define MCA_BTL_OFI_PROOF_ORDER                                                                    \
-    (mca_btl_ofi_params.proof_trusts_order ? 0 : (FI_ORDER_RMA_RAW | FI_ORDER_ATOMIC_RAW))
+    (mca_btl_ofi_params.debug_proof_trusts_order ? 0 : (FI_ORDER_RMA_RAW | FI_ORDER_ATOMIC_RAW))
 
 /*
  * The first wanted provider granting op_flags and msg_order, in libfabric's

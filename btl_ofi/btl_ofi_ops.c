@@ -28,7 +28,7 @@ static uint64_t mca_btl_ofi_ticket(void)
 
 bool mca_btl_ofi_inject_eagain_slow(void)
 {
-    int permille = mca_btl_ofi_params.inject_eagain_permille;
+    int permille = mca_btl_ofi_params.debug_inject_eagain_permille;
 
     /* Knuth's multiplicative hash spreads consecutive tickets over 0..999. */
     if ((mca_btl_ofi_ticket() * UINT64_C(2654435761)) % 1000 < (uint64_t)permille) {
@@ -40,7 +40,7 @@ bool mca_btl_ofi_inject_eagain_slow(void)
 
 uint64_t mca_btl_ofi_inject_key_slow(uint64_t key)
 {
-    int every = mca_btl_ofi_params.inject_cq_error_every;
+    int every = mca_btl_ofi_params.debug_inject_cq_error_every;
 
     if (0 != (mca_btl_ofi_ticket() + 1) % (uint64_t)every) {
         return key;

@@ -81,7 +81,7 @@ bool mca_btl_ofi_inject_stale_slow(void);
 /* The checks themselves: a load of the parameter and a predicted-not-taken branch. */
 static inline bool mca_btl_ofi_inject_eagain_check(void)
 {
-    return OPAL_UNLIKELY(0 != mca_btl_ofi_params.inject_eagain_permille) &&
+    return OPAL_UNLIKELY(0 != mca_btl_ofi_params.debug_inject_eagain_permille) &&
            mca_btl_ofi_inject_eagain_slow();
 }
 
@@ -93,7 +93,7 @@ static inline bool mca_btl_ofi_inject_stale_check(void)
 
 static inline uint64_t mca_btl_ofi_inject_key_check(uint64_t key)
 {
-    return OPAL_LIKELY(0 == mca_btl_ofi_params.inject_cq_error_every)
+    return OPAL_LIKELY(0 == mca_btl_ofi_params.debug_inject_cq_error_every)
                ? key
                : mca_btl_ofi_inject_key_slow(key);
 }

@@ -48,6 +48,7 @@ typedef struct mca_btl_ofi_int_param_t {
     const char *name;
     const char *help;
     const char *default_text;
+    int level; /**< ompi_info level: 4 for users, 9 for tuning and debug */
     int min, max;
     int *value; /**< parsed at init */
     char *text; /**< MCA storage */
@@ -56,6 +57,7 @@ typedef struct mca_btl_ofi_int_param_t {
 static mca_btl_ofi_int_param_t mca_btl_ofi_int_params[] = {
     {
         .name = "progress_batch",
+        .level = OPAL_INFO_LVL_9,
         .help = "Completion-queue entries read per progress call",
         .default_text = "32",
         .min = 1,
@@ -64,6 +66,7 @@ static mca_btl_ofi_int_param_t mca_btl_ofi_int_params[] = {
     },
     {
         .name = "op_free_list_max",
+        .level = OPAL_INFO_LVL_9,
         .help = "Most operation contexts kept at once (-1: unlimited); a full list makes posts "
                 "return OPAL_ERR_OUT_OF_RESOURCE",
         .default_text = "-1",
@@ -73,6 +76,7 @@ static mca_btl_ofi_int_param_t mca_btl_ofi_int_params[] = {
     },
     {
         .name = "atomic_nofetch_as_fetch",
+        .level = OPAL_INFO_LVL_9,
         .help = "Post non-fetching atomics as fetching ones into a scratch word: -1 where the "
                 "provider needs it (shm with delivery-complete, whose non-fetching atomics "
                 "release an inject buffer twice and so corrupt later operations), 0 never "
@@ -84,6 +88,7 @@ static mca_btl_ofi_int_param_t mca_btl_ofi_int_params[] = {
     },
     {
         .name = "put_coalesce",
+        .level = OPAL_INFO_LVL_9,
         .help = "Gather small puts to a peer that already has a put in flight into one "
                 "message, which the peer's progress writes into the window after checking key "
                 "and bounds, and acknowledges once for all of them: -1 where every put costs a "
@@ -96,11 +101,9 @@ static mca_btl_ofi_int_param_t mca_btl_ofi_int_params[] = {
     },
     {
         .name = "stripe_min",
+        .level = OPAL_INFO_LVL_4,
         .help = "Puts and gets of at least this many bytes to a peer on another node are split "
-                "over every NIC (domain) of the provider this process uses, each part on its "
-                "own endpoint and registration, where the provider offers several; 0: never. "
-                "The further NICs are the provider's other domains that btl_ofi_domain_include "
-                "/ _exclude allow and that reach other hosts, at most 3",
+                "over every NIC of the provider (0: never)",
         .default_text = "262144",
         .min = 0,
         .max = INT32_MAX,
@@ -108,6 +111,7 @@ static mca_btl_ofi_int_param_t mca_btl_ofi_int_params[] = {
     },
     {
         .name = "idle_poll_ratio",
+        .level = OPAL_INFO_LVL_9,
         .help = "Where one process uses several domains (peers on this node over "
                 "btl_ofi_local_provider, further NICs): a network completion queue with "
                 "nothing of this process's own in flight is left unread for this many times "
@@ -123,6 +127,7 @@ static mca_btl_ofi_int_param_t mca_btl_ofi_int_params[] = {
     },
     {
         .name = "local_busy_poll_us",
+        .level = OPAL_INFO_LVL_9,
         .help = "While the node-local domain is at work (operations of this process's own in "
                 "flight on it, or a peer on this node served lately), the idle network "
                 "completion queue beside it is read once every this many microseconds: a "
@@ -138,6 +143,7 @@ static mca_btl_ofi_int_param_t mca_btl_ofi_int_params[] = {
     },
     {
         .name = "wake",
+        .level = OPAL_INFO_LVL_9,
         .help = "Where a network completion queue is read at the pace of "
                 "btl_ofi_idle_poll_ratio and btl_ofi_local_busy_poll_us, and its provider "
                 "applies peers' operations only in this process's calls (tcp, sockets): 1 "
@@ -158,15 +164,10 @@ static mca_btl_ofi_int_param_t mca_btl_ofi_int_params[] = {
     },
     {
         .name = "nic_timeout",
-        .help = "Seconds a NIC may complete nothing while operations wait on it before btl-ofi "
-                "takes it for failed: the operations on it fail (MPI returns an error) or, for "
-                "parts of striped transfers, move to the first NIC. -1: 60 where the provider "
-                "progresses data on its own (FI_PROGRESS_AUTO, real NICs), not counting waits "
-                "for a peer's CPU (atomics or gets as messages, gathered puts), and never where "
-                "the target's progress applies operations (tcp, sockets: a peer computing "
-                "between MPI calls would look the same); 0: never. Independently, a NIC that is a "
-                "network interface (tcp, sockets) is taken for failed when its link is down "
-                "after a second without completions",
+        .level = OPAL_INFO_LVL_4,
+        .help = "Seconds a NIC may complete nothing while operations wait on it before it is "
+                "taken for failed (-1: 60 where the provider progresses on its own, else never; "
+                "0: never)",
         .default_text = "-1",
         .min = -1,
         .max = 86400,
@@ -174,6 +175,7 @@ static mca_btl_ofi_int_param_t mca_btl_ofi_int_params[] = {
     },
     {
         .name = "put_coalesce_max",
+        .level = OPAL_INFO_LVL_9,
         .help = "The largest put, in bytes, that btl_ofi_put_coalesce gathers",
         .default_text = "512",
         .min = 1,
@@ -182,6 +184,7 @@ static mca_btl_ofi_int_param_t mca_btl_ofi_int_params[] = {
     },
     {
         .name = "rcache_size",
+        .level = OPAL_INFO_LVL_9,
         .help = "Local registrations (buffers registered for one put or get, without remote "
                 "access) kept after use while their memory stays mapped, so that a repeated "
                 "operation pays no registration; 0 turns the cache off",
@@ -191,16 +194,18 @@ static mca_btl_ofi_int_param_t mca_btl_ofi_int_params[] = {
         .value = &mca_btl_ofi_params.rcache_size,
     },
     {
-        .name = "inject_eagain",
+        .name = "debug_inject_eagain",
+        .level = OPAL_INFO_LVL_9,
         .help = "Debug fault injection: per 1000 puts, gets and atomics, how many are refused "
                 "as if the provider returned -FI_EAGAIN",
         .default_text = "0",
         .min = 0,
         .max = MCA_BTL_OFI_INJECT_CHECK ? 1000 : 0, /* 0: built without the check */
-        .value = &mca_btl_ofi_params.inject_eagain_permille,
+        .value = &mca_btl_ofi_params.debug_inject_eagain_permille,
     },
     {
-        .name = "inject_cq_error",
+        .name = "debug_inject_cq_error",
+        .level = OPAL_INFO_LVL_9,
         .help = "Debug fault injection (0: off): post every Nth put or get with a corrupted "
                 "remote key. What follows is the provider's: sockets reports an error "
                 "completion, tcp;ofi_rxm drops the connection to that peer, shm never completes "
@@ -208,10 +213,11 @@ static mca_btl_ofi_int_param_t mca_btl_ofi_int_params[] = {
         .default_text = "0",
         .min = 0,
         .max = MCA_BTL_OFI_INJECT_CHECK ? INT32_MAX : 0,
-        .value = &mca_btl_ofi_params.inject_cq_error_every,
+        .value = &mca_btl_ofi_params.debug_inject_cq_error_every,
     },
     {
-        .name = "inject_stale_handle",
+        .name = "debug_inject_stale_handle",
+        .level = OPAL_INFO_LVL_9,
         .help = "Debug fault injection (0: off): every Nth put, get or atomic takes the "
                 "registration handle it was given as one that does not cover it, so the "
                 "peer is asked which registration does (as when osc/rdma rewrote the handle: "
@@ -239,7 +245,7 @@ static void mca_btl_ofi_register_int_params(const mca_base_component_t *componen
         }
         (void)mca_base_component_var_register(component, param->name,
                                               help ? help : param->help, MCA_BASE_VAR_TYPE_STRING,
-                                              NULL, 0, 0, OPAL_INFO_LVL_4,
+                                              NULL, 0, 0, param->level,
                                               MCA_BASE_VAR_SCOPE_READONLY, &param->text);
         free(help);
     }
@@ -295,11 +301,6 @@ static char *mca_btl_ofi_choice_names(const mca_base_var_enum_value_t *values)
     return names;
 }
 
-static char *mca_btl_ofi_completion_names(void)
-{
-    return mca_btl_ofi_choice_names(mca_btl_ofi_completion_values);
-}
-
 /*
  * btl_ofi_completion is registered as a string and matched here, like the
  * integer parameters: for an unknown value Open MPI's enumerator prints its own
@@ -334,152 +335,123 @@ static bool mca_btl_ofi_choice_valid(const char *param, const mca_base_var_enum_
     return false;
 }
 
-static void mca_btl_ofi_register_completion(const mca_base_component_t *component)
+/* A choice registered as a string (matched in mca_btl_ofi_params_valid), its help ending with
+ * the valid values taken from the table itself, so that the two cannot drift apart. */
+static void mca_btl_ofi_register_choice(const mca_base_component_t *component, const char *name,
+                                        const char *help, const mca_base_var_enum_value_t *values,
+                                        int level, const char *value, char **storage)
 {
-    char *names = mca_btl_ofi_completion_names(), *help = NULL;
+    char *names = mca_btl_ofi_choice_names(values), *text = NULL;
 
-    mca_btl_ofi_params.completion_text = "auto";
-    if (0 > asprintf(&help,
-                     "How remote completion is proven: delivery (FI_DELIVERY_COMPLETE on every "
-                     "operation), read_proof (a read ordered after each put, and after atomics at "
-                     "flush, relying on the provider's read-after-write ordering), auto (delivery "
-                     "when the provider grants it, else read_proof). local is a debug setting "
-                     "that breaks MPI semantics: flush then waits for local completions only "
-                     "(one of: %s)",
-                     names ? names : "?")) {
-        help = NULL;
+    *storage = (char *)value;
+    if (0 > asprintf(&text, "%s (one of: %s)", help, names ? names : "?")) {
+        text = NULL;
     }
-    (void)mca_base_component_var_register(
-        component, "completion",
-        help ? help : "How remote completion is proven", MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0,
-        OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, &mca_btl_ofi_params.completion_text);
-    free(help);
+    (void)mca_base_component_var_register(component, name, text ? text : help,
+                                          MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, level,
+                                          MCA_BASE_VAR_SCOPE_READONLY, storage);
+    free(text);
     free(names);
 }
 
-void mca_btl_ofi_params_register(const mca_base_component_t *component)
+/* A read-only string that btl-ofi sets when it starts (an MPI_T control variable). */
+static void mca_btl_ofi_register_report(const mca_base_component_t *component, const char *name,
+                                        const char *help, char **storage)
 {
-    mca_btl_ofi_params.mr_mode_text = "virt_addr,prov_key,allocated,local,endpoint";
+    *storage = (char *)"";
+    (void)mca_base_component_var_register(component, name, help, MCA_BASE_VAR_TYPE_STRING, NULL,
+                                          0, MCA_BASE_VAR_FLAG_DEFAULT_ONLY, OPAL_INFO_LVL_4,
+                                          MCA_BASE_VAR_SCOPE_CONSTANT, storage);
+}
 
-    mca_btl_ofi_register_string(
-        component, "provider_include",
-        "Comma-separated libfabric providers to consider, named as in FI_PROVIDER: a core "
-        "provider stands for every stack over it (\"tcp\": tcp;ofi_rxm), a full name as "
-        "fi_info prints it for that stack only (\"shm;ofi_strictmr\"); a leading ^ leaves the "
-        "names out instead. Within what FI_PROVIDER lets libfabric offer. Empty: every "
-        "provider. Cannot be combined with btl_ofi_provider_exclude",
-        &mca_btl_ofi_params.provider_include);
+/* What a user sets: which provider and domains, the node-local provider, striping, how long a
+ * silent NIC is trusted, and how atomics and gets travel (ompi_info level 3 and 4). */
+static void mca_btl_ofi_register_user_params(const mca_base_component_t *component)
+{
+    mca_btl_ofi_register_string(component, "provider_include",
+                                "Comma-separated libfabric providers to use, named as in "
+                                "FI_PROVIDER (\"tcp\" stands for tcp;ofi_rxm; a leading ^ "
+                                "excludes the names instead)",
+                                &mca_btl_ofi_params.provider_include);
     mca_btl_ofi_register_string(component, "provider_exclude",
-                                "Comma-separated libfabric providers never to use; a name "
-                                "leaves out every stack it is part of (\"ofi_rxm\": "
-                                "tcp;ofi_rxm and net;ofi_rxm)",
+                                "Comma-separated libfabric providers never to use (a name "
+                                "excludes every stack it is part of)",
                                 &mca_btl_ofi_params.provider_exclude);
-    mca_btl_ofi_register_string(
-        component, "domain_include",
-        "Comma-separated libfabric domains to consider, as fi_info prints them (\"domain:\" "
-        "lines: a NIC such as mlx5_0, cxi1 or rdmap16s27-rdm, an interface such as eth1 for tcp) "
-        "or their fabrics (\"fabric:\" lines, such as 10.0.0.0/24); shell patterns allowed "
-        "(\"cxi*\"). Like btl_tcp_if_include. Variables of the provider (FI_TCP_IFACE, ...) "
-        "still apply first. Empty: every domain. Cannot be combined with btl_ofi_domain_exclude",
-        &mca_btl_ofi_params.domain_include);
+    mca_btl_ofi_register_string(component, "domain_include",
+                                "Comma-separated libfabric domains or fabrics to use, as fi_info "
+                                "names them; shell patterns allowed (\"cxi*\")",
+                                &mca_btl_ofi_params.domain_include);
     mca_btl_ofi_register_string(component, "domain_exclude",
-                                "Comma-separated libfabric domains or fabrics never to use, as "
-                                "for btl_ofi_domain_include (\"lo,eth0\")",
+                                "Comma-separated libfabric domains or fabrics never to use",
                                 &mca_btl_ofi_params.domain_exclude);
-    mca_btl_ofi_register_bool(
-        component, "domain_spread",
-        "When the chosen provider offers several domains on one fabric (several NICs), each "
-        "process takes one of them by its local rank, so the processes of a node share them "
-        "out; false: every process takes the first",
-        OPAL_INFO_LVL_4, true, &mca_btl_ofi_params.domain_spread);
-    mca_btl_ofi_params.domain_selected = "";
-    (void)mca_base_component_var_register(
-        component, "domain_selected",
-        "Read-only: the provider, fabric and domain this process uses (\"tcp;ofi_rxm fabric "
-        "192.0.2.0/24 domain eth0\"), set when btl-ofi starts; empty before, or when it "
-        "declined. Readable through MPI_T as a control variable",
-        MCA_BASE_VAR_TYPE_STRING, NULL, 0, MCA_BASE_VAR_FLAG_DEFAULT_ONLY, OPAL_INFO_LVL_4,
-        MCA_BASE_VAR_SCOPE_CONSTANT, &mca_btl_ofi_params.domain_selected);
+    mca_btl_ofi_register_bool(component, "domain_spread",
+                              "Share a node's processes out over the provider's NICs by local "
+                              "rank (false: every process takes the first)",
+                              OPAL_INFO_LVL_4, true, &mca_btl_ofi_params.domain_spread);
+    mca_btl_ofi_register_report(component, "domain_selected",
+                                "Read-only: the provider, fabric and domain this process uses",
+                                &mca_btl_ofi_params.domain_selected);
 
     mca_btl_ofi_params.local_provider = "shm";
     (void)mca_base_component_var_register(
         component, "local_provider",
-        "In a job across several nodes, the libfabric provider that carries the peers on this "
-        "node, beside the selected (network) provider that carries the others: one module, a "
-        "domain of each, chosen per peer; registrations carry a key for each. \"none\" (or "
-        "empty): every peer on the selected provider. Not used when the selected provider is "
-        "itself node-local, or all peers share this node",
+        "In a job across nodes, the provider for the peers on this node (\"none\": the network "
+        "provider carries them too)",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_btl_ofi_params.local_provider);
-    mca_btl_ofi_params.local_selected = "";
-    (void)mca_base_component_var_register(
-        component, "local_selected",
-        "Read-only: the provider, fabric and domain that carry the peers on this node beside "
-        "btl_ofi_domain_selected (btl_ofi_local_provider); empty when every peer uses that one",
-        MCA_BASE_VAR_TYPE_STRING, NULL, 0, MCA_BASE_VAR_FLAG_DEFAULT_ONLY, OPAL_INFO_LVL_4,
-        MCA_BASE_VAR_SCOPE_CONSTANT, &mca_btl_ofi_params.local_selected);
-    mca_btl_ofi_params.local_atomics_text = "auto";
-    (void)mca_base_component_var_register(
-        component, "local_atomics",
-        "With a node-local provider in use (btl_ofi_local_provider), which one carries the "
-        "atomics to peers on this node: local, network, or auto (local where the network "
-        "provider's atomics are applied by the target's CPU, as software providers and "
-        "btl-ofi's messages do, so that atomics from this node and from other nodes on one "
-        "word stay atomic with each other; network where a NIC applies them) (one of: auto, "
-        "local, network)",
-        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
-        &mca_btl_ofi_params.local_atomics_text);
+    mca_btl_ofi_register_report(component, "local_selected",
+                                "Read-only: the provider, fabric and domain that carry the peers "
+                                "on this node (empty: btl_ofi_domain_selected carries them)",
+                                &mca_btl_ofi_params.local_selected);
 
+    mca_btl_ofi_register_choice(component, "atomics",
+                                "How atomics reach the target: the provider's (native), or "
+                                "messages the target's CPU applies",
+                                mca_btl_ofi_path_values, OPAL_INFO_LVL_4, "auto",
+                                &mca_btl_ofi_params.atomics_text);
+    mca_btl_ofi_register_choice(component, "gets",
+                                "How gets reach the target: fi_read (native), or requests the "
+                                "target's CPU answers (messages)",
+                                mca_btl_ofi_path_values, OPAL_INFO_LVL_4, "auto",
+                                &mca_btl_ofi_params.gets_text);
+}
+
+/* Tuning settings and the choices tests force (ompi_info level 9; NOTES.txt says what each
+ * changes and why its default is what it is). */
+static void mca_btl_ofi_register_tuning_params(const mca_base_component_t *component)
+{
+    mca_btl_ofi_params.mr_mode_text = "virt_addr,prov_key,allocated,local,endpoint";
     (void)mca_base_component_var_register(
         component, "mr_mode",
-        "Memory-registration mode bits the BTL may accept from the provider: a comma-separated "
-        "subset of virt_addr, prov_key, allocated, local, endpoint, or \"none\" (a number is "
-        "accepted too). Without virt_addr, remote addresses travel as offsets from the "
-        "registered base; without prov_key, the BTL chooses the keys; local and endpoint are "
-        "taken only from a provider that demands them. raw is never served",
-        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
+        "Memory-registration mode bits the BTL may accept: a comma-separated subset of "
+        "virt_addr, prov_key, allocated, local, endpoint, or \"none\"",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_btl_ofi_params.mr_mode_text);
+    mca_btl_ofi_register_choice(component, "completion",
+                                "How remote completion is proven (local breaks MPI semantics: "
+                                "debug only)",
+                                mca_btl_ofi_completion_values, OPAL_INFO_LVL_9, "auto",
+                                &mca_btl_ofi_params.completion_text);
+    mca_btl_ofi_register_choice(component, "local_atomics",
+                                "Which domain carries atomics to peers on this node when a "
+                                "node-local provider is in use",
+                                mca_btl_ofi_local_atomics_values, OPAL_INFO_LVL_9, "auto",
+                                &mca_btl_ofi_params.local_atomics_text);
+    mca_btl_ofi_register_bool(component, "debug_atomic_emulation",
+                              "Debug: serve every atomic except compare-and-swap through a "
+                              "compare-and-swap loop",
+                              OPAL_INFO_LVL_9, false, &mca_btl_ofi_params.debug_atomic_emulation);
+    mca_btl_ofi_register_bool(component, "debug_proof_trusts_order",
+                              "Debug, breaks MPI semantics: read_proof completion on a provider "
+                              "without read-after-write ordering",
+                              OPAL_INFO_LVL_9, false, &mca_btl_ofi_params.debug_proof_trusts_order);
+}
 
-    mca_btl_ofi_register_completion(component);
-
+void mca_btl_ofi_params_register(const mca_base_component_t *component)
+{
+    mca_btl_ofi_register_user_params(component);
+    mca_btl_ofi_register_tuning_params(component);
     mca_btl_ofi_register_int_params(component);
-
-    mca_btl_ofi_register_bool(
-        component, "force_atomic_emulation",
-        "Debug: serve every atomic except compare-and-swap through a compare-and-swap loop, "
-        "as for ops the provider lacks",
-        OPAL_INFO_LVL_9, false, &mca_btl_ofi_params.force_atomic_emulation);
-
-    mca_btl_ofi_register_bool(
-        component, "proof_trusts_order",
-        "Debug, breaks MPI semantics: in read_proof completion, take a provider that does not "
-        "grant read-after-write ordering, so a proof read may overtake the writes it should "
-        "prove (the negative control of the reordering tests)",
-        OPAL_INFO_LVL_9, false, &mca_btl_ofi_params.proof_trusts_order);
-
-    mca_btl_ofi_params.atomics_text = "auto";
-    (void)mca_base_component_var_register(
-        component, "atomics",
-        "How atomics reach the target: native (the provider's atomics; an op it lacks runs as a "
-        "compare-and-swap loop; a provider without FI_ATOMIC or a 64-bit compare-and-swap is "
-        "not used), messages (every atomic is a message that the target's progress applies "
-        "with CPU atomics and answers; needs FI_MSG), auto (native when the provider can, else "
-        "messages). messages on a provider with atomics is a debug setting (one of: auto, "
-        "native, messages)",
-        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
-        &mca_btl_ofi_params.atomics_text);
-
-    mca_btl_ofi_params.gets_text = "auto";
-    (void)mca_base_component_var_register(
-        component, "gets",
-        "How gets reach the target: native (fi_read; a provider without FI_READ is not used), "
-        "messages (a request that the target's progress answers with the data, in pieces of "
-        "the receive buffer's size; needs FI_MSG, and delivery-complete since no RMA read is "
-        "then asked for to prove remote completion), auto (native when the provider grants "
-        "FI_READ, else messages). messages on a provider with FI_READ is a debug setting (one "
-        "of: auto, native, messages)",
-        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
-        &mca_btl_ofi_params.gets_text);
 }
 
 bool mca_btl_ofi_params_valid(void)

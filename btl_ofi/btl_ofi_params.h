@@ -96,8 +96,8 @@ typedef struct mca_btl_ofi_params_t {
     int completion; /**< parsed from completion_text at init */
     int progress_batch;
     int op_free_list_max;
-    bool force_atomic_emulation;
-    bool proof_trusts_order; /**< debug: read_proof without read-after-write ordering */
+    bool debug_atomic_emulation;
+    bool debug_proof_trusts_order; /**< debug: read_proof without read-after-write ordering */
     int nofetch_as_fetch; /**< non-fetching atomics as fetching: -1 auto (shm), 0 never, 1 always */
     int put_coalesce;     /**< small puts gathered into messages: -1 auto (tcp), 0 never, 1 always */
     int put_coalesce_max; /**< the largest put that is gathered, in bytes */
@@ -116,8 +116,8 @@ typedef struct mca_btl_ofi_params_t {
      *  where the provider progresses data itself, else never; 0: never (btl_ofi_fault.c) */
     int nic_timeout;
     int rcache_size;      /**< local registrations cached; 0: no cache */
-    int inject_eagain_permille; /**< debug: posts refused as -FI_EAGAIN, per 1000 */
-    int inject_cq_error_every;  /**< debug: every Nth put/get uses a corrupted key */
+    int debug_inject_eagain_permille; /**< debug: posts refused as -FI_EAGAIN, per 1000 */
+    int debug_inject_cq_error_every;  /**< debug: every Nth put/get uses a corrupted key */
     int inject_stale_every; /**< debug: every Nth remote access takes its handle as stale */
     char *atomics_text; /**< btl_ofi_atomics: auto, native or messages */
     int atomics_path;   /**< parsed from atomics_text at init (enum mca_btl_ofi_path_t) */

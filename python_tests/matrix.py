@@ -84,13 +84,13 @@ PUT_GET_LIMIT = 65536  # the "split" variant caps BTL put/get at this size
 # variant -> the component's parameters (names after btl_<component>_)
 VARIANTS = {
     "base": {},
-    "emulate": {"force_atomic_emulation": "1"},
+    "emulate": {"debug_atomic_emulation": "1"},
     "split": {"put_limit": str(PUT_GET_LIMIT), "get_limit": str(PUT_GET_LIMIT)},
     "read_proof": {"completion": "read_proof"},
     "batch1": {"progress_batch": "1"},
     # every 3rd access takes its registration handle as stale: the peer is asked
     # which registration covers it (NOTES.txt section 3c)
-    "stale": {"inject_stale_handle": "3"},
+    "stale": {"debug_inject_stale_handle": "3"},
     # every atomic and every get travels as a message that the target's progress
     # applies and answers, as on a provider without atomics or RMA read (NOTES.txt 4, 6)
     "messages": {"atomics": "messages", "gets": "messages"},

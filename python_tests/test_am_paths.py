@@ -180,7 +180,7 @@ def test_refused_get_requests(provider, tmp_path, mpi_env_file):
     plan = {"checks": [matrix._rma("get", "create_du8", "flush", "int64", 4)
                        for _ in range(4)]}
     launch = launcher.run_mpi(2, plan, 120, provider=provider, workdir=tmp_path,
-                              ours={"gets": "messages", "inject_cq_error": "2"})
+                              ours={"gets": "messages", "debug_inject_cq_error": "2"})
     assert not launch.timed_out and launch.returncode == 0, launch.tail()
     recs = outcome.records(launch, "check")
     assert len(recs) == len(plan["checks"]), launch.tail()

@@ -141,7 +141,7 @@ Open MPI continues without it.
 #   provider_exclude: "shm,,tcp", "^tcp", every provider fi_getinfo offers
 #   mr_mode: bogus;  completion: sometimes
 #   progress_batch: 0, 9999, abc;  op_free_list_max: xyz, -5
-#   inject_eagain: lots, 1001;  inject_cq_error: 1.5
+#   debug_inject_eagain: lots, 1001;  debug_inject_cq_error: 1.5
 #   put_coalesce: 2, yes;  put_coalesce_max: 0, 1M;  nic_timeout: -2, 1m
 #   idle_poll_ratio: -1, 1025, fast;  local_busy_poll_us: -1, 20us;  wake: 2, yes
 #   FI_PROVIDER=nosuch_provider (environment)
@@ -173,10 +173,10 @@ CASES = {
                             .replace("{low}", low).replace("{high}", high))
        for param, value, low, high in [
            ("progress_batch", "0", "1", "256"), ("progress_batch", "9999", "1", "256"),
-           ("progress_batch", "abc", "1", "256"), ("inject_eagain", "1001", "0", "1000"),
-           ("inject_eagain", "lots", "0", "1000"), ("op_free_list_max", "-5", "-1", "16777216"),
+           ("progress_batch", "abc", "1", "256"), ("debug_inject_eagain", "1001", "0", "1000"),
+           ("debug_inject_eagain", "lots", "0", "1000"), ("op_free_list_max", "-5", "-1", "16777216"),
            ("op_free_list_max", "xyz", "-1", "16777216"),
-           ("inject_cq_error", "1.5", "0", "2147483647"), ("put_coalesce", "2", "-1", "1"),
+           ("debug_inject_cq_error", "1.5", "0", "2147483647"), ("put_coalesce", "2", "-1", "1"),
            ("put_coalesce", "yes", "-1", "1"), ("put_coalesce_max", "0", "1", "4096"),
            ("put_coalesce_max", "1M", "1", "4096"), ("nic_timeout", "-2", "-1", "86400"),
            ("nic_timeout", "1m", "-1", "86400"), ("idle_poll_ratio", "-1", "0", "1024"),

@@ -303,6 +303,6 @@ def test_no_completion_proof_declined(tmp_path, capsys):
         f"on exactly: exit {run.returncode}: {line or run.stdout[-1500:]}"
     assert "btl-ofi is disabling itself" in run.stdout + run.stderr, run.stdout[-1500:]
     trusting, tline = _visibility(tmp_path, {"completion": "read_proof",
-                                             "proof_trusts_order": "1"}, NO_DC)
+                                             "debug_proof_trusts_order": "1"}, NO_DC)
     with capsys.disabled():
         print(f"\nproof_trusts_order control under reordering, tcp;ofi_rxm: {tline}")

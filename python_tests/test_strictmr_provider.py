@@ -100,7 +100,7 @@ def test_btl_corrupted_keys_are_caught(tmp_path):
                        for op in ("put", "get", "put", "get")]}
     env = _strict_env(tmp_path, "local,virt_addr,allocated,prov_key")
     launch = launcher.run_mpi(2, plan, 90, provider="shm;ofi_strictmr", workdir=tmp_path,
-                              ours={"inject_cq_error": "2"}, env_overrides=env)
+                              ours={"debug_inject_cq_error": "2"}, env_overrides=env)
     report = tmp_path / "strictmr.jsonl"
     assert report.exists(), f"no strict report:\n{launch.tail()}"
     found = _violations(report)

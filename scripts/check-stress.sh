@@ -124,11 +124,11 @@ stress() {
     local emulated
     emulated=$(stress_sum emulated "$log")
     # the emulation run must really have gone through the compare-and-swap loop
-    if [ "$res" = PASS ] && [[ "$mca" == *force_atomic_emulation* ]] && [ "$emulated" -eq 0 ]; then
+    if [ "$res" = PASS ] && [[ "$mca" == *debug_atomic_emulation* ]] && [ "$emulated" -eq 0 ]; then
         res="FAIL(emulated=0)"
     fi
     # an injection run must show that faults were really injected
-    if [ "$res" = PASS ] && [[ "$mca" == *inject_eagain* ]] && [ "$(field injected "$log")" = 0 ]; then
+    if [ "$res" = PASS ] && [[ "$mca" == *debug_inject_eagain* ]] && [ "$(field injected "$log")" = 0 ]; then
         res="FAIL(injected=0)"
     fi
     echo "$name|$prov|$res|ops=$(stress_ops "$log") mismatches=$(field mismatches "$log") emulated=$emulated injected=$(field injected "$log")|$(($(date +%s) - start))|$seed|$log"
