@@ -7,6 +7,9 @@
 #define MCA_BTL_OFI_DISCOVERY_H
 
 #include "btl_ofi.h"
+/* mca_btl_ofi_mr_mode_parse and mca_btl_ofi_gets_by_messages, which callers of discovery
+ * use, are declared there. */
+#include "btl_ofi_hints.h"
 
 BEGIN_C_DECLS
 
@@ -30,6 +33,8 @@ struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads, char **passed_over
  * provider and domain lists of the parameters: the node-local provider tried
  * beside the one in use (btl_ofi_rails.c). Decline with mca_btl_ofi_decline_hold.
  *
+ * @param enable_mpi_threads (IN) whether MPI_THREAD_MULTIPLE was requested
+ * @param provider (IN) the provider's exact name
  * @retval the fi_info (the caller owns it), or NULL
  */
 struct fi_info *mca_btl_ofi_discover_local(bool enable_mpi_threads, const char *provider);
@@ -40,40 +45,35 @@ struct fi_info *mca_btl_ofi_discover_local(bool enable_mpi_threads, const char *
  * choose them one after the other: the further NICs large puts and gets are
  * striped over (btl_ofi_rails.c). Decline with mca_btl_ofi_decline_hold.
  *
+ * @param enable_mpi_threads (IN) whether MPI_THREAD_MULTIPLE was requested
+ * @param front (IN) the provider and domain in use
  * @param out (OUT) up to max fi_info (the caller owns them)
+ * @param max (IN) the room in out
  * @retval how many were found
  */
 int mca_btl_ofi_discover_nics(bool enable_mpi_threads, const struct fi_info *front,
                               struct fi_info **out, int max);
 
 /**
- * Parse btl_ofi_mr_mode: "none", a comma list of virt_addr/prov_key/allocated,
- * or a number made of those bits.
- *
- * @retval OPAL_SUCCESS with *mask set, or OPAL_ERR_BAD_PARAM (mask untouched)
- */
-int mca_btl_ofi_mr_mode_parse(const char *text, uint64_t *mask);
-
-/**
  * The verbose line (level 10) that names the provider in use and its terms:
  * "selected provider P (fabric F, domain D), mr_mode M, key size K,
  * completion C, atomics native|messages, gets native|messages", printed once
- * a module works on it.
+ * a module works on it. Also records the choice in btl_ofi_domain_selected.
+ *
+ * @param info (IN) the provider in use
+ * @param atomics_as_messages (IN) whether atomics travel as messages
+ * @param gets_as_messages (IN) whether gets travel as messages
  */
 void mca_btl_ofi_discover_log(const struct fi_info *info, bool atomics_as_messages,
                               bool gets_as_messages);
 
 /**
- * Whether gets travel as messages with this provider: btl_ofi_gets=messages,
- * or auto and the info grants no FI_READ / FI_REMOTE_READ.
+ * How flush proves completion with this info.
+ *
+ * @param info (IN) the provider in use
+ * @retval "delivery", "read_proof" or "local (unsafe debug setting)"
  */
-bool mca_btl_ofi_gets_by_messages(const struct fi_info *info);
-
-/** "delivery", "read_proof" or "local ...": how flush proves completion with this info. */
 const char *mca_btl_ofi_completion_name(const struct fi_info *info);
-
-/** Human-readable list of MR mode bits, e.g. "virt_addr|prov_key" (static buffer). */
-const char *mca_btl_ofi_mr_mode_str(uint64_t mr_mode, char *buf, size_t len);
 
 END_C_DECLS
 
