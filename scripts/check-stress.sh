@@ -144,7 +144,7 @@ cq_error_run() {
     # btl_base_verbose 1: every error completion is also printed by the rank
     # itself ("btl:ofi: operation failed: ..."); the one-time show_help can be
     # lost by Open MPI's forwarding (about 1 run in 6, NOTES.txt section 10)
-    run_mpi "$log" 120 2 "$prov" "--mca btl_${BTL_OFI_COMPONENT}_inject_cq_error 50 --mca btl_base_verbose 1" "$BIN_DIR/osc_stress" \
+    run_mpi "$log" 120 2 "$prov" "--mca btl_${BTL_OFI_COMPONENT}_debug_inject_cq_error 50 --mca btl_base_verbose 1" "$BIN_DIR/osc_stress" \
         -s "$seed" -e 8 -r
     rc=$?
     res=$(classify $rc)
@@ -205,8 +205,8 @@ for prov in "${PROVIDERS[@]}"; do
     record "$(stress stress-2r "$prov" 2 180 "" "$SEED")"
     record "$(stress stress-3r-3flavors "$prov" 3 240 "" "$((SEED + 1))" -e 8 -f create,dynamic,allocate)"
     record "$(stress stress-eagain200-batch1 "$prov" 2 240 \
-        "--mca btl_${BTL_OFI_COMPONENT}_inject_eagain 200 --mca btl_${BTL_OFI_COMPONENT}_progress_batch 1" "$((SEED + 2))" -e 8)"
-    record "$(stress stress-atomic-emulation "$prov" 2 240 "--mca btl_${BTL_OFI_COMPONENT}_force_atomic_emulation 1" \
+        "--mca btl_${BTL_OFI_COMPONENT}_debug_inject_eagain 200 --mca btl_${BTL_OFI_COMPONENT}_progress_batch 1" "$((SEED + 2))" -e 8)"
+    record "$(stress stress-atomic-emulation "$prov" 2 240 "--mca btl_${BTL_OFI_COMPONENT}_debug_atomic_emulation 1" \
         "$((SEED + 3))" -e 8)"
     # read_proof: the completion mode for providers without delivery-complete
     # (put callbacks wait for a proof read; flush proves non-fetching atomics)
