@@ -685,29 +685,3 @@ CHECKS = {
     "acc_order": acc_order_check,
     "dynamic_regions": dynamic_regions_check,
 }
-
-# Dynamic windows with many attached regions live in rank_attach.py (it imports
-# the helpers above, so it is loaded last).
-from rank_attach import ATTACH_CHECKS  # noqa: E402
-from rank_linked_list import LINKED_LIST_CHECKS  # noqa: E402
-from rank_rcache import RCACHE_CHECKS  # noqa: E402
-from rank_reglimit import REGLIMIT_CHECKS  # noqa: E402
-from rank_domain import DOMAIN_CHECKS  # noqa: E402
-from rank_many_windows import MANY_WINDOWS_CHECKS  # noqa: E402
-from rank_idle import IDLE_CHECKS  # noqa: E402
-from rank_node_local import NODE_LOCAL_CHECKS  # noqa: E402
-from rank_stripes import STRIPES_CHECKS  # noqa: E402
-from rank_nic_down import NIC_DOWN_CHECKS  # noqa: E402
-from rank_own_cas import OWN_CAS_CHECKS  # noqa: E402
-
-CHECKS.update(ATTACH_CHECKS)
-CHECKS.update(LINKED_LIST_CHECKS)
-CHECKS.update(RCACHE_CHECKS)
-CHECKS.update(REGLIMIT_CHECKS)
-CHECKS.update(DOMAIN_CHECKS)
-CHECKS.update(MANY_WINDOWS_CHECKS)
-CHECKS.update(IDLE_CHECKS)
-CHECKS.update(NODE_LOCAL_CHECKS)
-CHECKS.update(STRIPES_CHECKS)
-CHECKS.update(NIC_DOWN_CHECKS)
-CHECKS.update(OWN_CAS_CHECKS)

@@ -25,6 +25,33 @@ import time
 import traceback
 
 
+def all_checks():
+    """kind -> check function: rank_checks' own and those of the modules of special checks,
+    which build on rank_checks (so the registry lives here, above them all)."""
+    import rank_attach
+    import rank_checks
+    import rank_domain
+    import rank_idle
+    import rank_linked_list
+    import rank_many_windows
+    import rank_nic_down
+    import rank_node_local
+    import rank_own_cas
+    import rank_rcache
+    import rank_reglimit
+    import rank_stripes
+
+    checks = dict(rank_checks.CHECKS)
+    for more in (rank_attach.ATTACH_CHECKS, rank_linked_list.LINKED_LIST_CHECKS,
+                 rank_rcache.RCACHE_CHECKS, rank_reglimit.REGLIMIT_CHECKS,
+                 rank_domain.DOMAIN_CHECKS, rank_many_windows.MANY_WINDOWS_CHECKS,
+                 rank_idle.IDLE_CHECKS, rank_node_local.NODE_LOCAL_CHECKS,
+                 rank_stripes.STRIPES_CHECKS, rank_nic_down.NIC_DOWN_CHECKS,
+                 rank_own_cas.OWN_CAS_CHECKS):
+        checks.update(more)
+    return checks
+
+
 def main(plan_path, report_path):
     with open(plan_path, encoding="utf-8") as fh:
         plan = json.load(fh)
@@ -43,6 +70,8 @@ def main(plan_path, report_path):
 
     import rank_checks
     import rank_mpit
+
+    checks = all_checks()
 
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
@@ -66,7 +95,7 @@ def main(plan_path, report_path):
         before = counters.snapshot()
         start = time.monotonic()
         try:
-            errors = rank_checks.CHECKS[spec["kind"]](ctx, spec)
+            errors = checks[spec["kind"]](ctx, spec)
         except Exception as exc:  # an MPI error class or a bug: report, keep going
             errors = [f"rank {rank}: {type(exc).__name__}: {exc}",
                       traceback.format_exc(limit=4).strip().splitlines()[-3].strip()]
