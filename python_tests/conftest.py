@@ -1,6 +1,7 @@
 """pytest wiring: the --provider option, the matrix parametrization, and one
 mpirun per launch group shared by all the tests that report on it."""
 
+import os
 import shutil
 import sys
 import time
@@ -10,9 +11,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import fabric  # noqa: E402
 import launcher  # noqa: E402
 import matrix  # noqa: E402
+import netns  # noqa: E402
 
 
 def pytest_addoption(parser):
@@ -45,42 +46,18 @@ def pytest_addoption(parser):
                          "provider's report")
 
 
-def selected_providers(config):
-    """(providers to test, providers asked for that btl-ofi declines by design
-    (matrix.DECLINED: each gets one test of its message, no matrix rows),
-    providers discovered but not asked for)."""
-    discovered = [p.name for p in fabric.rdm_rma_atomic_providers()]
-    wanted = config.getoption("--provider")
-    if wanted == "all":
-        chosen = discovered
-    elif wanted:
-        chosen = [p for p in wanted.split(",") if p]
-    else:
-        chosen = [p for p in matrix.NAMED_PROVIDERS if p in discovered]
-    declined = [p for p in chosen if matrix.declined_reason(p)]
-    return ([p for p in chosen if p not in declined], declined,
-            [p for p in discovered if p not in chosen])
-
-
-def pytest_configure(config):
-    config._btlofi_providers = None
-
-
-def providers_of(config):
-    if config._btlofi_providers is None:
-        config._btlofi_providers = selected_providers(config)
-    return config._btlofi_providers
-
-
 def _group_marks(group):
     return [pytest.mark.full] if matrix.group_tier(group) == "full" else []
 
 
 def pytest_generate_tests(metafunc):
     names = metafunc.fixturenames
+    if "declined_provider" in names:
+        # one case per provider asked for that btl-ofi declines by design (test_bad_input)
+        metafunc.parametrize("declined_provider", matrix.providers_of(metafunc.config)[1])
     if "group" not in names:
         return
-    providers = providers_of(metafunc.config)[0]
+    providers = matrix.providers_of(metafunc.config)[0]
     groups = matrix.groups(providers, full=True)
     if "check" in names:
         params = []
@@ -199,7 +176,7 @@ def launches(request, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tested_providers(request):
-    return providers_of(request.config)[0]
+    return matrix.providers_of(request.config)[0]
 
 
 @pytest.fixture(scope="session")
@@ -210,8 +187,27 @@ def mpi_env_file():
     return launcher.load_env_file(path)
 
 
+@pytest.fixture(scope="module")
+def netns_hosts(request, tmp_path_factory):
+    """Host namespaces (test_multihost, test_node_local, test_lone_rank_cas):
+    BTL_OFI_NETNS's (check-multihost.sh made them and removes them), or the
+    module's own from check-multihost.sh --setup-only, removed (and checked gone)
+    with --teardown after the module's tests (netns.own_hosts)."""
+    conf = os.environ.get("BTL_OFI_NETNS")
+    if conf:
+        hosts = launcher.Hosts.from_conf(conf)
+        gone = [ns for ns in (hosts.hub, *hosts.namespaces)
+                if not Path("/run/netns", ns).exists()]
+        if gone:
+            pytest.fail(f"BTL_OFI_NETNS={conf}: namespaces {gone} do not exist", pytrace=False)
+        yield hosts
+        return
+    yield from netns.own_hosts(tmp_path_factory.mktemp("netns"), "--hosts", netns.MAX_HOSTS,
+                               "--nics", request.config.getoption("--multihost-nics"))
+
+
 def pytest_report_header(config):
-    providers, declined, others = providers_of(config)
+    providers, declined, others = matrix.providers_of(config)
     lines = [f"btl-ofi env file: {launcher.env_file_path()}",
              f"providers under test: {', '.join(providers) or '(none)'}"]
     if declined:

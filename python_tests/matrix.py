@@ -42,6 +42,30 @@ def declined_reason(provider):
         return None
     return reason if tuple(int(v) for v in version.split(".")) <= last_bad else None
 
+def selected_providers(config):
+    """(providers to test, providers asked for that btl-ofi declines by design
+    (DECLINED: each gets one test of its message, no matrix rows), providers
+    discovered but not asked for): from --provider (conftest.py's option)."""
+    discovered = [p.name for p in fabric.rdm_rma_atomic_providers()]
+    wanted = config.getoption("--provider")
+    if wanted == "all":
+        chosen = discovered
+    elif wanted:
+        chosen = [p for p in wanted.split(",") if p]
+    else:
+        chosen = [p for p in NAMED_PROVIDERS if p in discovered]
+    declined = [p for p in chosen if declined_reason(p)]
+    return ([p for p in chosen if p not in declined], declined,
+            [p for p in discovered if p not in chosen])
+
+
+def providers_of(config):
+    """selected_providers(config), worked out once per session."""
+    if getattr(config, "_btlofi_providers", None) is None:
+        config._btlofi_providers = selected_providers(config)
+    return config._btlofi_providers
+
+
 # MR path name -> value of the component's mr_mode parameter (None: not set)
 MR_PATHS = {"default": None, "0": "0", "virt_addr": "virt_addr", "prov_key": "prov_key",
             "allocated": "allocated"}

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import launcher
+import matrix
 
 pytestmark = pytest.mark.reliability
 COUNT = 8192  # doubles per large accumulate (64 KiB)
@@ -22,9 +23,7 @@ COUNT = 8192  # doubles per large accumulate (64 KiB)
 
 def pytest_generate_tests(metafunc):
     if "provider" in metafunc.fixturenames:
-        from conftest import providers_of
-
-        metafunc.parametrize("provider", providers_of(metafunc.config)[0])
+        metafunc.parametrize("provider", matrix.providers_of(metafunc.config)[0])
 
 
 def _osc_acc(provider, launches, tmp_path, nranks, args, mca=None):

@@ -24,9 +24,7 @@ CHURN = {"kind": "attach_list", "id": "attach_churn/300x5", "count": 300, "round
 def pytest_generate_tests(metafunc):
     """One case per provider under test (conftest: --provider, discovery)."""
     if "provider" in metafunc.fixturenames:
-        from conftest import providers_of
-
-        metafunc.parametrize("provider", providers_of(metafunc.config)[0])
+        metafunc.parametrize("provider", matrix.providers_of(metafunc.config)[0])
 
 
 def _regions(spec):

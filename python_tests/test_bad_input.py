@@ -4,8 +4,7 @@ all, NOTES.txt section 11), mpirun must log no ORTE error, and the job must
 either run its one-sided work correctly through the fallback, with our counters
 absent or idle, or stop with that message. Never a crash, never a hang.
 
-Each expected message below is the text a user sees between the dashed lines,
-word for word: a change of help-mpi-btl-ofi.txt must change this file too."""
+The expected messages, word for word, and the judges are in refusals.py."""
 
 import json
 import re
@@ -17,123 +16,16 @@ import fabric
 import launcher
 import matrix
 import outcome
+from refusals import (ATOMICS_MISSING, BAD_CHOICE, BAD_MR_MODE, BROKEN, DOMAIN_BOTH,
+                      DOMAIN_MALFORMED, DOMAIN_NONE_LEFT, DOMAIN_NOT_FOUND, INCLUDE_EXCLUDE,
+                      LACKS_CAPS, MALFORMED, MR_DECLINED, NO_PROVIDER, NO_SEND_BTL, NOT_FOUND,
+                      OUT_OF_RANGE, PLAN, REGISTER_FAILED, available, judge_no_sender,
+                      processes, run_and_judge)
 
 pytestmark = pytest.mark.bad_input
 
 RANKS = (2, 3)
 
-# no compare-and-swap here: the fallback osc/rdma + btl/vader itself crashes in
-# MPI_Compare_and_swap on Win.Create windows, which is not what these cases test
-PLAN = [
-    matrix._rma("put", "create_du8", "fence", "int64", 8),
-    matrix._rma("get", "create_du8", "lock_shared", "int64", 8),
-    matrix._rma("acc", "create_du8", "lock_all", "int64", 1, mpi_op="SUM"),
-    matrix._rma("fop", "create_du8", "flush", "int64", 1, mpi_op="SUM"),
-]
-
-DISABLING = "btl-ofi is disabling itself; Open MPI continues without"
-
-MALFORMED = f'''btl-ofi cannot read a provider list it was given: names are separated by
-single commas, with no spaces and no empty items (for example
-"shm,tcp;ofi_rxm"); only the include list may begin with "^", which leaves
-out the names that follow, as in FI_PROVIDER. btl-ofi is disabling itself;
-Open MPI continues without it.
-
-  Parameter:  btl_{{c}}_{{which}}
-  Value:      "{{value}}"
-  Bad item:   "{{item}}"
-  Processes:  {{processes}}'''
-
-INCLUDE_EXCLUDE = f'''btl-ofi was given both a provider include list and an exclude list; only
-one may be set. {DISABLING} it.
-
-  btl_{{c}}_provider_include = "shm"
-  btl_{{c}}_provider_exclude = "sockets"
-  Processes:  {{processes}}'''
-
-NOT_FOUND = '''A provider name btl-ofi was given matches no libfabric provider that offers
-reliable-datagram endpoints with RMA and atomics on this host. Names match
-as in FI_PROVIDER: a core provider ("tcp") stands for every stack over it
-("tcp;ofi_rxm"), a full name as fi_info prints it for that stack only.
-btl-ofi is disabling itself; Open MPI continues without it.
-
-  Parameter:  btl_{c}_provider_include
-  Unknown:    nosuchprov
-  Available:  {available}
-  FI_PROVIDER = {fi_provider}
-  Processes:  {processes}'''
-
-LACKS_CAPS = '''The libfabric provider named for btl-ofi offers reliable-datagram endpoints
-here, but not the RMA and atomics that one-sided MPI needs. btl-ofi is
-disabling itself; Open MPI continues without it.
-
-  Provider:   {provider}
-  Lacks:      {lacks}
-  Available:  {available}
-  Processes:  {processes}'''
-
-BAD_MR_MODE = '''btl-ofi cannot read the memory-registration modes it was given: give "none"
-or a comma-separated subset of virt_addr, prov_key, allocated, local,
-endpoint, or a number made of those bits. btl-ofi is disabling itself; Open
-MPI continues without it.
-
-  Parameter:  btl_{c}_mr_mode
-  Value:      "bogus"
-  Processes:  {processes}'''
-
-OUT_OF_RANGE = '''An MCA parameter of btl-ofi is not an integer in its range. btl-ofi is
-disabling itself; Open MPI continues without it.
-
-  Parameter:  btl_{c}_{param}
-  Value:      "{value}"
-  Valid:      an integer from {low} to {high}
-  Processes:  {processes}'''
-
-BAD_CHOICE = '''An MCA parameter of btl-ofi has a value it does not know. btl-ofi is
-disabling itself; Open MPI continues without it.
-
-  Parameter:  btl_{c}_completion
-  Value:      "sometimes"
-  Valid:      one of auto, delivery, read_proof, local
-  Processes:  {processes}'''
-
-NO_PROVIDER = '''No libfabric provider here offers what btl-ofi needs: reliable-datagram
-endpoints, RMA and atomics, a memory-registration mode it serves, and the
-completion semantics asked for. btl-ofi is disabling itself; Open MPI
-continues without it.
-
-  btl_{c}_provider_include = (all)
-  btl_{c}_provider_exclude = {exclude}
-  btl_{c}_completion = auto
-  FI_PROVIDER = {fi_provider}
-  Processes:  {processes}'''
-
-ATOMICS_MISSING = '''The libfabric providers left for btl-ofi can serve no atomics: they name
-FI_ATOMIC but have no 64-bit compare-and-swap, which one-sided MPI needs
-(each was opened and asked), and btl-ofi could not send atomics as messages
-instead (no FI_MSG, or btl_ofi_atomics=native). btl-ofi is disabling
-itself; Open MPI continues without it.
-
-  Provider:   {provider}
-  Processes:  {processes}'''
-
-MR_DECLINED = '''The libfabric provider chosen for btl-ofi needs memory-registration modes
-that btl-ofi does not serve or may not accept. btl-ofi is disabling itself;
-Open MPI continues without it.
-
-  Provider:   {provider}
-  Needs:      {needs}
-  Allowed:    btl_{c}_mr_mode = local|virt_addr|allocated|prov_key|endpoint
-  Served:     local|virt_addr|allocated|prov_key|endpoint
-  Processes:  {processes}'''
-
-BROKEN = '''The libfabric provider named for btl-ofi is known not to work for one-sided
-MPI in this version, so btl-ofi declines it. btl-ofi is disabling itself;
-Open MPI continues without it.
-
-  Provider:   {provider} (provider version {version})
-  Reason:     {reason}
-  Processes:  {processes}'''
 
 # Every input tried, by parameter (the documented list):
 #   provider_include: nosuchprov, ",shm", "shm,,tcp", "sh m", "^", "shm,^tcp"; with an
@@ -192,31 +84,15 @@ def component():
     return launcher.component_name()
 
 
-def _processes(nranks):
-    """The last field of a message every rank declined for: all ranks, this host
-    (Open MPI's node name: the host name up to its first dot)."""
-    return f"{nranks} of {nranks} (ranks 0-{nranks - 1}) on {socket.gethostname().split('.')[0]}"
-
-
-def _available():
-    return ",".join(p.name for p in fabric.rdm_rma_atomic_providers()) or "(none)"
-
-
-def _run_and_judge(tmp_path, nranks, expected, what, component, ours=None, **kw):
-    launch = launcher.run_mpi(nranks, {"checks": PLAN}, timeout=90, workdir=tmp_path,
-                              ours=ours, **kw)
-    text = expected.replace("{c}", component).replace("{processes}", _processes(nranks))
-    outcome.judge_bad_input(launch, text, f"{what}, {nranks} ranks", len(PLAN)).apply()
-    return launch
 
 
 @pytest.mark.parametrize("nranks", RANKS)
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_bad_parameter(case, nranks, tmp_path, mpi_env_file, component):
     mca, expected = CASES[case]
-    expected = expected.replace("{available}", _available()).replace("{fi_provider}",
+    expected = expected.replace("{available}", available()).replace("{fi_provider}",
                                                                       "(not set)")
-    _run_and_judge(tmp_path, nranks, expected, f"{case} ({mca})", component, ours=mca)
+    run_and_judge(tmp_path, nranks, expected, f"{case} ({mca})", component, ours=mca)
 
 
 # Names of providers that cannot serve one-sided MPI, as libfabric users write
@@ -244,7 +120,7 @@ def test_provider_lacking_rma_or_atomics(name, nranks, tmp_path, mpi_env_file, c
     else:
         assert _lacks(caps), f"{name} has RMA and atomics here: add it to the providers tested"
         expected = LACKS_CAPS.replace("{provider}", name).replace("{lacks}", _lacks(caps))
-    _run_and_judge(tmp_path, nranks, expected.replace("{available}", _available()),
+    run_and_judge(tmp_path, nranks, expected.replace("{available}", available()),
                    f"provider {name}", component, provider=name)
 
 
@@ -254,7 +130,7 @@ def test_fi_provider_elsewhere(nranks, tmp_path, mpi_env_file, component):
     no-provider message names FI_PROVIDER."""
     expected = NO_PROVIDER.replace("{exclude}", "(none)").replace("{fi_provider}",
                                                                   "nosuch_provider")
-    _run_and_judge(tmp_path, nranks, expected, "FI_PROVIDER=nosuch_provider", component,
+    run_and_judge(tmp_path, nranks, expected, "FI_PROVIDER=nosuch_provider", component,
                    env_overrides={"FI_PROVIDER": "nosuch_provider"})
 
 
@@ -268,7 +144,7 @@ def test_exclude_every_provider(nranks, tmp_path, mpi_env_file, component):
     if not everything:
         pytest.skip("fi_getinfo lists no RDM provider with RMA and atomics")
     expected = NO_PROVIDER.replace("{exclude}", everything).replace("{fi_provider}", "(not set)")
-    _run_and_judge(tmp_path, nranks, expected, f"exclude everything ({everything})", component,
+    run_and_judge(tmp_path, nranks, expected, f"exclude everything ({everything})", component,
                    ours={"provider_exclude": everything})
 
 
@@ -283,7 +159,7 @@ def test_provider_without_64bit_cas(tmp_path, mpi_env_file, component):
     if "net" not in names:
         pytest.skip(f"provider 'net' not present here (present: {names})")
     for nranks in RANKS:
-        _run_and_judge(tmp_path / f"np{nranks}", nranks,
+        run_and_judge(tmp_path / f"np{nranks}", nranks,
                        ATOMICS_MISSING.replace("{provider}", "net"), "provider net", component,
                        ours={"provider_exclude": "ofi_rxm", "atomics": "native"},
                        env_overrides={"FI_PROVIDER": "net"})
@@ -308,57 +184,17 @@ def test_provider_needing_declined_mr_mode(nranks, tmp_path, mpi_env_file, compo
            "FI_OFI_STRICTMR_MR_MODE": ",".join(RAW_DEMAND),
            "FI_OFI_STRICTMR_KEY_SIZE": str(RAW_KEY_SIZE)}
     expected = MR_DECLINED.replace("{provider}", "shm;ofi_strictmr").replace("{needs}", needs)
-    _run_and_judge(tmp_path / "strict-raw", nranks, expected, "shm;ofi_strictmr demanding raw",
+    run_and_judge(tmp_path / "strict-raw", nranks, expected, "shm;ofi_strictmr demanding raw",
                    component, provider="shm;ofi_strictmr", env_overrides=env)
     for provider, bits in outcome.providers_declining_mr().items():
         info = next(p for p in fabric.rdm_rma_atomic_providers() if p.name == provider)
         needs = "|".join(fabric.mr_names_ordered(info.mr_modes[0]))
         expected = MR_DECLINED.replace("{provider}", provider).replace("{needs}", needs)
-        _run_and_judge(tmp_path / provider.replace(";", "+"), nranks, expected,
+        run_and_judge(tmp_path / provider.replace(";", "+"), nranks, expected,
                        f"provider {provider} needing {sorted(bits)}", component,
                        provider=provider)
 
 
-NO_SEND_BTL = '''Open MPI's pml ob1 carries MPI's two-sided traffic, which every program
-needs (window creation itself is a collective), through BTLs that send
-messages. btl-ofi carries one-sided traffic only, and no BTL in the list
-sends to some of the processes. Open MPI would crash at the first message
-to them; btl-ofi leaves them unreachable instead, so that MPI says so and
-the job ends. Add a BTL that reaches them to the list.
-
-  BTL list:    {btls}
-  No sender:   to the processes {where}
-  For example: --mca btl self,{node},tcp,{c}
-  Process:     rank 0 on {host}'''
-# Open MPI's words for it: bml/r2's and MPI_Init's messages (mpirun 4.1 loses one or the
-# other now and then, NOTES.txt 11)
-UNREACHABLE = re.compile(r"unable to reach each other|at least one MPI process is unreachable")
-
-
-def judge_no_sender(run, expected, what):
-    """A BTL list that leaves pml ob1 no BTL sending to some peers (btl-ofi has no send
-    path): btl-ofi's message, word for word and once (rank 0 says it), Open MPI's own
-    unreachable message (unless mpirun 4.1 lost it), and the job ended with an error, not a
-    crash or a hang. Without
-    btl-ofi's refusal Open MPI 4.1.4 and 5.0.7 crash at the first send (SIGSEGV in
-    mca_pml_ob1_isend, as they do with their own one-sided btl/ofi). mpirun 4.1's
-    ORTE_ERROR_LOG is let pass here: it comes with Open MPI's messages of several ranks
-    (NOTES.txt 11), which btl-ofi cannot stop, and which it may lose altogether.
-    run: a launcher.Launch or launcher.Run."""
-    text = run.stdout + "\n" + run.stderr
-    tail = f"{run.stdout[-1500:]}\n{run.stderr[-2500:]}"
-    assert not run.timed_out, f"{what}: timed out\n{tail}"
-    assert run.returncode is not None and 0 < run.returncode <= 128 and \
-        "Segmentation fault" not in text, f"{what}: exit {run.returncode}\n{tail}"
-    messages = outcome.messages_in(text)
-    assert messages == [expected], \
-        f"{what}: {len(messages)} message(s)\n{outcome.text_difference(expected, messages)}"
-    # mpirun 4.1 may lose every show_help message of the ranks, Open MPI's abort lines
-    # included (it logs an ORTE_ERROR_LOG in show_help.c for each, NOTES.txt 11): then the
-    # error exit above is all that is left of them
-    lost = re.search(r"ORTE_ERROR_LOG: .*/show_help\.c", text)
-    assert UNREACHABLE.search(text) or lost, \
-        f"{what}: no unreachable message of Open MPI\n{tail}"
 
 
 @pytest.mark.parametrize("nranks", RANKS)
@@ -372,14 +208,6 @@ def test_btl_list_without_sender(nranks, tmp_path, mpi_env_file, component):
     judge_no_sender(launch, expected, f"--mca btl {btls}, {nranks} ranks")
 
 
-def pytest_generate_tests(metafunc):
-    """One case per provider asked for that btl-ofi declines by design (conftest)."""
-    if "declined_provider" in metafunc.fixturenames:
-        from conftest import providers_of
-
-        metafunc.parametrize("declined_provider", providers_of(metafunc.config)[1])
-
-
 def test_declined_provider_is_explained(declined_provider, tmp_path, mpi_env_file, component):
     """A provider btl-ofi declines by design (known broken, matrix.DECLINED) is
     named with the reason, word for word, from 2 and from 3 ranks, and the job
@@ -390,7 +218,7 @@ def test_declined_provider_is_explained(declined_provider, tmp_path, mpi_env_fil
     expected = (BROKEN.replace("{provider}", declined_provider).replace("{version}", version)
                 .replace("{reason}", matrix.declined_reason(declined_provider)))
     for nranks in RANKS:
-        _run_and_judge(tmp_path / f"np{nranks}", nranks, expected,
+        run_and_judge(tmp_path / f"np{nranks}", nranks, expected,
                        f"declined provider {declined_provider}", component,
                        provider=declined_provider)
 
@@ -400,9 +228,6 @@ def test_declined_provider_is_explained(declined_provider, tmp_path, mpi_env_fil
 REG_LIMIT = 16  # ofi_strictmr's FI_OFI_STRICTMR_REG_LIMIT: a few windows' worth
 REG_WINDOWS_MAX = 64
 REG_CHECK = {"kind": "reglimit", "id": "reglimit", "max": REG_WINDOWS_MAX}
-REGISTER_FAILED = '''btl-ofi could not register memory with the libfabric provider, so the MPI
-call that needed it (creating or attaching a window, or one operation) gets
-an error; windows and operations already made are not affected.'''
 REGLIMIT_LINE = re.compile(r"REGLIMIT reglimit rank (\d+): ")
 
 
@@ -463,49 +288,11 @@ def test_registration_limit(profile, core, tmp_path, mpi_env_file, component):
 
 # ---- Domain lists (issue 26 item 4) ------------------------------------------------------
 
-DOMAIN_NOT_FOUND = '''A domain name btl-ofi was given matches no domain (and no fabric) of the
-libfabric providers it may use on this host. Names and patterns match the
-"domain:" and "fabric:" lines of fi_info; a network interface that is down
-or has no address is not listed by libfabric. btl-ofi is disabling itself;
-Open MPI continues without it.
-
-  Parameter:  btl_{c}_domain_include
-  Unknown:    {unknown}
-  Available:  {available}
-  Processes:  {processes}'''
-
-DOMAIN_NONE_LEFT = '''The domain list btl-ofi was given leaves no domain of a provider that
-offers what btl-ofi needs (reliable-datagram endpoints, RMA, a
-memory-registration mode it serves, the completion asked for). btl-ofi is
-disabling itself; Open MPI continues without it.
-
-  btl_{c}_domain_exclude = {excluded}
-  Available:  {available}
-  Processes:  {processes}'''
-
-DOMAIN_MALFORMED = '''btl-ofi cannot read a domain list it was given: names of libfabric domains
-or fabrics as fi_info prints them ("domain:" and "fabric:" lines, such as
-mlx5_0, cxi1, eth1 or 10.0.0.0/24), or shell patterns of them ("cxi*"),
-separated by single commas, with no spaces and no empty items. btl-ofi is
-disabling itself; Open MPI continues without it.
-
-  Parameter:  btl_{c}_domain_include
-  Value:      "{value}"
-  Bad item:   "{item}"
-  Processes:  {processes}'''
-
-DOMAIN_BOTH = '''btl-ofi was given both a domain include list and a domain exclude list;
-only one may be set. btl-ofi is disabling itself; Open MPI continues
-without it.
-
-  btl_{c}_domain_include = "eth0"
-  btl_{c}_domain_exclude = "lo"
-  Processes:  {processes}'''
 
 DOMAIN_PROVIDER = "tcp;ofi_rxm"
 
 
-def _domains_available():
+def _domainsavailable():
     """What the messages list for DOMAIN_PROVIDER: "eth0 (f1, f2), lo (f3)", fi_info order."""
     grouped = {}
     for domain, fab in fabric.fi_domains(DOMAIN_PROVIDER):
@@ -518,7 +305,7 @@ def test_domain_lists(nranks, tmp_path, mpi_env_file, component):
     """A domain that matches nothing names the domains there are; a list that leaves
     none names them too; a malformed list names its bad item; both lists at once are
     refused. Each time btl-ofi declines once per job and Open MPI carries on."""
-    available = _domains_available()
+    available = _domainsavailable()
     everything = ",".join(dict.fromkeys(d.split(" (")[0] for d in available.split("), ")))
     cases = [
         ({"domain_include": "nosuch0"},
@@ -534,7 +321,7 @@ def test_domain_lists(nranks, tmp_path, mpi_env_file, component):
     ]
     for i, case in enumerate(c for c in cases if c):
         ours, expected = case
-        _run_and_judge(tmp_path / f"case{i}", nranks, expected.replace("{available}", available),
+        run_and_judge(tmp_path / f"case{i}", nranks, expected.replace("{available}", available),
                        f"{ours} on {DOMAIN_PROVIDER}", component, ours=ours,
                        provider=DOMAIN_PROVIDER)
 
@@ -562,7 +349,7 @@ def test_profile_mr_mode_declined(profile, tmp_path, mpi_env_file, component):
     needs = "|".join(fabric.mr_names_ordered(fabric.mr_mask(bits)))
     expected = MR_DECLINED.replace("{provider}", provider).replace("{needs}", needs) \
         .replace("local|virt_addr|allocated|prov_key|endpoint\n  Served", "none\n  Served")
-    _run_and_judge(tmp_path, 2, expected, f"profile {profile}, mr_mode=none", component,
+    run_and_judge(tmp_path, 2, expected, f"profile {profile}, mr_mode=none", component,
                    ours={"mr_mode": "none"}, provider=provider, env_overrides=env)
 
 
@@ -575,5 +362,5 @@ def test_profile_without_delivery_complete(tmp_path, mpi_env_file, component):
                                    f"btl_{{c}}_provider_include = {provider}") \
         .replace("{exclude}", "(none)").replace("completion = auto", "completion = delivery") \
         .replace("{fi_provider}", "(not set)")
-    _run_and_judge(tmp_path, 2, expected, "verbs-like, completion=delivery", component,
+    run_and_judge(tmp_path, 2, expected, "verbs-like, completion=delivery", component,
                    ours={"completion": "delivery"}, provider=provider, env_overrides=env)

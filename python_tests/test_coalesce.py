@@ -26,9 +26,7 @@ SETTINGS = {"1": {"put_coalesce": "1"}, "0": {"put_coalesce": "0"}, "auto": {}}
 def pytest_generate_tests(metafunc):
     """One case per provider under test (conftest: --provider, discovery)."""
     if "provider" in metafunc.fixturenames:
-        from conftest import providers_of
-
-        metafunc.parametrize("provider", providers_of(metafunc.config)[0])
+        metafunc.parametrize("provider", matrix.providers_of(metafunc.config)[0])
 
 
 def _gathers(provider, setting):

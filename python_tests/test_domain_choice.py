@@ -31,6 +31,7 @@ import fabric
 import launcher
 import matrix
 import outcome
+import refusals
 
 PROVIDER = "tcp;ofi_rxm"
 CHECK = {"kind": "domain", "id": "domain", "rounds": 10}
@@ -143,20 +144,18 @@ def test_nic_down_at_start(two_nics, tmp_path):
     taken = _run(tmp_path / "spread", nranks=3, netns=two_nics)
     assert [d for d, _ in taken] == ["nic0"] * 3, f"nic1 down: took {taken}"
 
-    import test_bad_input  # the message texts and the judge of bad input
-
     grouped = {}
     for domain, fab in listed:
         grouped.setdefault(domain, []).append(fab)
     available = ", ".join(f"{d} ({', '.join(f)})" for d, f in grouped.items())
-    expected = test_bad_input.DOMAIN_NOT_FOUND.replace("{unknown}", "nic1") \
+    expected = refusals.DOMAIN_NOT_FOUND.replace("{unknown}", "nic1") \
         .replace("{available}", available).replace("{c}", launcher.component_name()) \
-        .replace("{processes}", test_bad_input._processes(2))
-    launch = launcher.run_mpi(2, {"checks": test_bad_input.PLAN}, 90, provider=PROVIDER,
+        .replace("{processes}", refusals.processes(2))
+    launch = launcher.run_mpi(2, {"checks": refusals.PLAN}, 90, provider=PROVIDER,
                               workdir=tmp_path / "named", ours={"domain_include": "nic1"},
                               netns=two_nics)
     outcome.judge_bad_input(launch, expected, "domain_include=nic1 (down)",
-                            len(test_bad_input.PLAN)).apply()
+                            len(refusals.PLAN)).apply()
 
 
 # The test topology (data/two-packages.xml): a NIC on each package's PCI bus.

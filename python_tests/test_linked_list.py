@@ -58,9 +58,7 @@ UPSTREAM_RANGE = ("Open MPI 5.0's osc/rdma looks a same-node peer's dynamic regi
 def pytest_generate_tests(metafunc):
     """One case per provider under test (conftest: --provider, discovery)."""
     if "provider" in metafunc.fixturenames:
-        from conftest import providers_of
-
-        metafunc.parametrize("provider", providers_of(metafunc.config)[0])
+        metafunc.parametrize("provider", matrix.providers_of(metafunc.config)[0])
 
 
 def _spec(alloc, link, sync, attach):

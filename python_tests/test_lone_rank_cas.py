@@ -35,7 +35,6 @@ import pytest
 import launcher
 import matrix
 import outcome
-from test_multihost import netns_hosts  # noqa: F401  (the namespaces fixture)
 
 HERE = Path(__file__).resolve().parent
 ROUNDS = 1500

@@ -14,10 +14,8 @@ them through scripts/netns-rsh (the ssh agent). Two kinds of tests:
   node-local), judged by outcome.py like the single-host suite, plus proof
   that every rank selected the provider on the namespace's veth from a node
   of its own, that every such veth sent bytes during the launch and that no
-  process outlived the job. The namespaces come from BTL_OFI_NETNS (a
-  netns.conf written by check-multihost.sh, which then runs these tests and
-  removes the namespaces itself) or else from a module fixture that runs
-  check-multihost.sh --setup-only / --teardown.
+  process outlived the job. The namespaces come from conftest.py's netns_hosts
+  (BTL_OFI_NETNS's, or a module's own made and removed by check-multihost.sh).
 
 Across hosts osc/rdma serves Win.Allocate windows of remote peers through the
 BTL as well (on one node it uses its shared segment and no BTL), so those
@@ -42,17 +40,15 @@ import os
 import re
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
 import fabric
 import launcher
 import matrix
+import netns
 import outcome
 
-REPO = Path(__file__).resolve().parent.parent
-SCRIPT = REPO / "scripts" / "check-multihost.sh"
 pytestmark = pytest.mark.multihost
 
 DEFAULT_PROVIDERS = ("tcp;ofi_rxm", "sockets")
@@ -62,7 +58,7 @@ def btls(per_host=1):
     return f"self,{node}tcp,{launcher.component_name()}"
 
 
-MAX_HOSTS = 3         # check-multihost.sh --hosts 2|3
+MAX_HOSTS = netns.MAX_HOSTS
 STRIPE_MIN = 4096     # --multihost-nics N: puts and gets from this size are striped
 DYNAMIC_EXCLUDED = (
     "excluded across hosts: MPI_Win_create_dynamic windows hang inside osc/rdma "
@@ -413,59 +409,6 @@ class CrossHostLaunches:
         return lines
 
 
-def _script(args, workdir, timeout=180):
-    env = launcher.mpi_env()
-    env["BTL_OFI_ENV_FILE"] = launcher.env_file_path()
-    # the script takes the MPI lock for each of its own mpiruns (none here)
-    return launcher.run_argv(["bash", str(SCRIPT), *map(str, args)], timeout, env, workdir,
-                             take_lock=False)
-
-
-def _skip_reason(run):
-    return next((ln for ln in run.stdout.splitlines() if "SKIP" in ln),
-                run.stdout.strip()[-300:] or "no reason given")
-
-
-def own_hosts(workdir, *setup_args):
-    """Host namespaces of the caller's own (check-multihost.sh --setup-only with
-    setup_args, e.g. "--hosts", 2, "--nics", 3): yields their Hosts, then removes them
-    and checks they are gone. For a pytest fixture: skips where the script does."""
-    run = _script(["--setup-only", *setup_args, "--log-dir", workdir], workdir)
-    if run.returncode == 77:
-        pytest.skip(_skip_reason(run))
-    conf = workdir / "netns.conf"
-    if run.timed_out or run.returncode != 0 or not conf.exists():
-        pytest.fail(f"check-multihost.sh --setup-only failed (exit {run.returncode}):\n"
-                    f"{run.stdout[-2000:]}\n{run.stderr[-2000:]}", pytrace=False)
-    hosts = launcher.Hosts.from_conf(conf)
-    try:
-        yield hosts
-    finally:
-        down = _script(["--teardown", conf], workdir)
-        left = [ns for ns in (hosts.hub, *hosts.namespaces) if Path("/run/netns", ns).exists()]
-        assert down.returncode == 0 and "cleanup: removed" in down.stdout and not left, \
-            f"namespaces not removed ({left}; exit {down.returncode}):\n{down.stdout}\n" \
-            f"{down.stderr}"
-
-
-@pytest.fixture(scope="module")
-def netns_hosts(request, tmp_path_factory):
-    """The host namespaces: BTL_OFI_NETNS's (check-multihost.sh made them and
-    removes them), or our own from check-multihost.sh --setup-only, removed
-    (and checked gone) with --teardown after the module's tests."""
-    conf = os.environ.get("BTL_OFI_NETNS")
-    if conf:
-        hosts = launcher.Hosts.from_conf(conf)
-        gone = [ns for ns in (hosts.hub, *hosts.namespaces)
-                if not Path("/run/netns", ns).exists()]
-        if gone:
-            pytest.fail(f"BTL_OFI_NETNS={conf}: namespaces {gone} do not exist", pytrace=False)
-        yield hosts
-        return
-    yield from own_hosts(tmp_path_factory.mktemp("netns"), "--hosts", MAX_HOSTS, "--nics",
-                         request.config.getoption("--multihost-nics"))
-
-
 @pytest.fixture(scope="module")
 def mh_launches(request, netns_hosts, tmp_path_factory):
     cache = CrossHostLaunches(request.session, netns_hosts,
@@ -483,9 +426,9 @@ def test_programs_across_namespaces(tmp_path):
     """osc_demo, osc_flush_visibility, osc_stress across the script's own
     namespaces (the conformance suite runs as the tests below)."""
     argv = ["--no-conformance", "--log-dir", tmp_path]
-    run = _script(argv, tmp_path, timeout=900)
+    run = netns.run_script(argv, tmp_path, timeout=900)
     if run.returncode == 77:
-        pytest.skip(_skip_reason(run))
+        pytest.skip(netns.skip_reason(run))
     summary = run.stdout[run.stdout.rfind("== check-multihost summary"):]
     assert not run.timed_out and run.returncode == 0, \
         f"check-multihost failed (exit {run.returncode}" \

@@ -35,8 +35,8 @@ import pytest
 
 import launcher
 import matrix
+import netns
 import outcome
-from test_multihost import own_hosts
 
 PROVIDER = "tcp;ofi_rxm"
 SIZE = 4 << 20
@@ -44,7 +44,7 @@ SIZE = 4 << 20
 
 @pytest.fixture
 def three_nics(tmp_path_factory):
-    yield from own_hosts(tmp_path_factory.mktemp("netns-nicdown"), "--hosts", 2, "--nics", 3)
+    yield from netns.own_hosts(tmp_path_factory.mktemp("netns-nicdown"), "--hosts", 2, "--nics", 3)
 
 
 class _LinkDown(threading.Thread):

@@ -28,39 +28,28 @@ node) the atomics to node partners go through the NIC as well, and
 ofi_strictmr finds no key or address wrong.
 """
 
-import dataclasses
 import re
-from pathlib import Path
 
 import pytest
 
 import launcher
 import matrix
+import netns
 import outcome
-from test_bad_input import NO_SEND_BTL, judge_no_sender
-from test_multihost import netns_hosts  # noqa: F401  (the namespaces fixture)
+from refusals import NO_SEND_BTL, judge_no_sender
 
-REPO = Path(__file__).resolve().parent.parent
-PROVIDER = "tcp;ofi_rxm"
-PER_HOST = 2
-NRANKS = 2 * PER_HOST
+PROVIDER = netns.MIXED_PROVIDER
+PER_HOST = netns.MIXED_PER_HOST
+NRANKS = netns.MIXED_NRANKS
 CHECK = {"kind": "node_local", "id": "node_local", "rounds": 300}
 WAKE_LINE, WAKE_REFUSED = launcher.WAKE_LINE, launcher.WAKE_REFUSED
 
 
-def per_host(hosts, workdir):
-    """hosts with PER_HOST slots on each of the first two: ranks 0-1 on the first, 2-3 on
-    the second (mpirun maps by slot)."""
-    hostfile = workdir / "hostfile"
-    hostfile.write_text("".join(f"{ip} slots={PER_HOST}\n" for ip in hosts.ips[:2]),
-                        encoding="utf-8")
-    return dataclasses.replace(hosts, hostfile=str(hostfile))
-
-
 @pytest.fixture(scope="module")
 def two_per_host(request, tmp_path_factory):
-    """The namespaces, PER_HOST ranks on each of the first two hosts (per_host)."""
-    return per_host(request.getfixturevalue("netns_hosts"), tmp_path_factory.mktemp("node-local"))
+    """The namespaces (conftest.py), PER_HOST ranks on each of the first two hosts."""
+    return netns.per_host(request.getfixturevalue("netns_hosts"),
+                          tmp_path_factory.mktemp("node-local"))
 
 
 def _run(hosts, tmp_path, ours=None, group=None):
@@ -238,7 +227,7 @@ def test_node_local_off(two_per_host, tmp_path):
 def test_btl_list_without_network_sender(two_per_host, tmp_path):
     """--mca btl self,<node BTL>,<c> across hosts under pml ob1: the node BTL sends to
     node partners only, nothing to the other host's ranks, which btl-ofi then leaves
-    unreachable with its message (test_bad_input.judge_no_sender). A C program: its
+    unreachable with its message (refusals.judge_no_sender). A C program: its
     errors are fatal, so the job ends at the first collective that reaches across
     (a Python rank's MPI exception would leave the others waiting). On Open MPI 5 without
     coll/han: 5.0.7's han, the default there, crashes in mca_coll_han_comm_create at the
@@ -247,41 +236,11 @@ def test_btl_list_without_network_sender(two_per_host, tmp_path):
     10)."""
     component = launcher.component_name()
     btls = f"self,{launcher.node_btl()},{component}"
-    run = _run_native(two_per_host, tmp_path, btls, "osc_stress", ["-s", "26", "-e", "1"], 120,
-                      mca={"coll": "^han"} if launcher.ompi_major() >= 5 else None)
+    run = netns.run_native(two_per_host, tmp_path, btls, "osc_stress", ["-s", "26", "-e", "1"],
+                           120, mca={"coll": "^han"} if launcher.ompi_major() >= 5 else None)
     expected = NO_SEND_BTL.format(btls=btls, where="on other nodes", node=launcher.node_btl(),
                                   c=component, host=two_per_host.nodes[0])
     judge_no_sender(run, expected, f"--mca btl {btls} across two hosts")
-
-
-def _run_native(hosts, tmp_path, btls, program, args, timeout, mca=None, ours=None):
-    """A harness program of this checkout on the 4 ranks over tcp;ofi_rxm: the Run."""
-    argv = launcher.mpirun_argv(NRANKS, PROVIDER, mca, "rdma", btls, program=REPO / program,
-                                program_args=args, native=True, hosts=hosts, ours=ours)
-    env = launcher.mpi_env()
-    env.update(hosts.env())
-    return launcher.run_argv(argv, timeout, env, tmp_path)
-
-
-def _native_mixed(hosts, tmp_path, wake, program, args, timeout=300, ours=None, nics=1):
-    """A harness program on the 4 ranks, each rank's node partner over shm and the other two
-    over tcp (nics: the NICs each rank uses for them), wake as given: it must pass, every
-    rank carry its node over shm, and the io_uring poll be set up where wake=1 (and io_uring
-    is there) only, on each NIC."""
-    run = _run_native(hosts, tmp_path, f"self,{launcher.node_btl()},tcp,"
-                      f"{launcher.component_name()}", program, args, timeout,
-                      ours={"wake": wake, **(ours or {})})
-    text = run.stdout + run.stderr
-    assert not run.timed_out and run.returncode == 0 and "RESULT PASSED" in run.stdout, \
-        f"{program} exit {run.returncode}{' (timed out)' if run.timed_out else ''}:\n" \
-        f"{run.stdout[-2500:]}\n{run.stderr[-2500:]}"
-    assert text.count("peers on this node over shm") == NRANKS, \
-        f"not every rank carried its node over shm:\n{text[-2000:]}"
-    assert text.count(WAKE_LINE) == (NRANKS * nics if wake and WAKE_REFUSED not in text
-                                     else 0), \
-        f"wake={wake}: {text.count(WAKE_LINE)} NICs set up an io_uring poll ({NRANKS} ranks " \
-        f"x {nics}):\n{text[-2000:]}"
-    return run
 
 
 @pytest.mark.parametrize("wake", [0, 1], ids=["pace", "wake"])
@@ -290,7 +249,7 @@ def test_stress_mixed(two_per_host, tmp_path, wake):
     on create and allocate windows, every synchronization mode, with each rank's node
     partner over shm and the other two over tcp; the tcp CQ read at the pace, or left to
     its io_uring poll while idle (wake=1)."""
-    run = _native_mixed(two_per_host, tmp_path, wake, "osc_stress",
+    run = netns.run_mixed(two_per_host, tmp_path, wake, "osc_stress",
                         ["-s", "26", "-e", "4", "-f", "create,allocate"])
     moved = [line for line in run.stdout.splitlines()
              if line.startswith("flavor ") and " puts=0 " not in f"{line} "]
@@ -305,7 +264,7 @@ def test_threads_mixed(two_per_host, tmp_path, wake):
     paced tcp CQ at once, and with wake=1 arm and consume its io_uring poll at once (the
     compare-and-swaps of btl_ofi_wake.c): it was armed and woken, over all ranks.
     osc_threads exits 2 if btl-ofi's counters did not move."""
-    run = _native_mixed(two_per_host, tmp_path, wake, "osc_threads", ["-t", "3", "-i", "100"])
+    run = netns.run_mixed(two_per_host, tmp_path, wake, "osc_threads", ["-t", "3", "-i", "100"])
     found = re.search(r"cq_wake_armed=(\d+) cq_wake_reads=(\d+)", run.stdout)
     assert found, f"osc_threads printed no wake counters:\n{run.stdout[-1500:]}"
     armed, reads = int(found[1]), int(found[2])

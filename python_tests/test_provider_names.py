@@ -11,15 +11,16 @@ what fi_getinfo offers, and the parameter narrows within it.
 Every selection case is a real 2-rank job whose one-sided results must be
 exact and whose traffic must go through btl-ofi on the expected provider
 (every rank's "selected provider" line and our counters, outcome.py); every
-refusal is btl-ofi's message, word for word (test_bad_input.py's contract).
+refusal is btl-ofi's message, word for word (refusals.py).
 """
 
 import pytest
 
+import fabric
 import launcher
 import matrix
 import outcome
-import test_bad_input as bad
+import refusals
 
 # provider_include (None: not set), FI_PROVIDER (None: not set) -> the stack
 # btl-ofi must select. The default selection here is tcp;ofi_rxm (the first
@@ -48,7 +49,7 @@ EXCLUDES = {
     "core_name": ("TCP,net,udp,shm", "sockets"),
 }
 
-PLAN = bad.PLAN
+PLAN = refusals.PLAN
 
 
 def _selected(tmp_path, expected, provider=None, ours=None, env=None):
@@ -69,7 +70,7 @@ def _selected(tmp_path, expected, provider=None, ours=None, env=None):
 
 
 def _present(*providers):
-    names = {p.name for p in bad.fabric.rdm_rma_atomic_providers()}
+    names = {p.name for p in fabric.rdm_rma_atomic_providers()}
     missing = [p for p in providers if p not in names]
     assert not missing, f"fi_getinfo lists no {missing} here (lists {sorted(names)})"
 
@@ -104,7 +105,7 @@ PASSES_OVER = {
 def test_passes_over_provider_without_cas(tmp_path, mpi_env_file):
     """Each way of naming net (or leaving tcp out) ends on net;ofi_rxm. One
     test, so that libfabric 2.x, which has no plain net, skips it once."""
-    names = {p.name for p in bad.fabric.rdm_rma_atomic_providers()}
+    names = {p.name for p in fabric.rdm_rma_atomic_providers()}
     if "net" not in names:
         pytest.skip(f"no plain 'net' provider here (libfabric 1.17 has one); lists {sorted(names)}")
     _present("net;ofi_rxm")
@@ -124,8 +125,8 @@ def test_full_names_stay_exact(tmp_path, mpi_env_file):
 
 
 def _declined(tmp_path, component, expected, provider=None, env=None, ours=None):
-    bad._run_and_judge(tmp_path, 2, expected, f"provider_include={provider!r} env={env}",
-                       component, ours=ours, provider=provider, env_overrides=env)
+    refusals.run_and_judge(tmp_path, 2, expected, f"provider_include={provider!r} env={env}",
+                           component, ours=ours, provider=provider, env_overrides=env)
 
 
 def test_core_of_declined_stack(tmp_path, mpi_env_file, component):
@@ -134,9 +135,9 @@ def test_core_of_declined_stack(tmp_path, mpi_env_file, component):
     provider = "udp;ofi_rxd"
     reason = matrix.declined_reason(provider)
     assert reason, f"btl-ofi serves {provider} here: choose another declined stack"
-    version = next(p.version for p in bad.fabric.rdm_rma_atomic_providers()
+    version = next(p.version for p in fabric.rdm_rma_atomic_providers()
                    if p.name == provider)
-    expected = (bad.BROKEN.replace("{provider}", provider).replace("{version}", version)
+    expected = (refusals.BROKEN.replace("{provider}", provider).replace("{version}", version)
                 .replace("{reason}", reason))
     _declined(tmp_path, component, expected, provider="udp")
 
@@ -146,7 +147,7 @@ def test_name_matching_nothing(name, tmp_path, mpi_env_file, component):
     """A utility provider alone is no core (FI_PROVIDER=ofi_rxm offers nothing
     either), and a full name must be whole: both match nothing, and the
     message lists what is available."""
-    expected = (bad.NOT_FOUND.replace("nosuchprov", name).replace("{available}", bad._available())
+    expected = (refusals.NOT_FOUND.replace("nosuchprov", name).replace("{available}", refusals.available())
                 .replace("{fi_provider}", "(not set)"))
     _declined(tmp_path, component, expected, provider=name)
 
@@ -154,7 +155,7 @@ def test_name_matching_nothing(name, tmp_path, mpi_env_file, component):
 def test_name_outside_fi_provider(tmp_path, mpi_env_file, component):
     """FI_PROVIDER=shm leaves libfabric offering shm only: "tcp" matches
     nothing, and the message says what FI_PROVIDER is."""
-    expected = (bad.NOT_FOUND.replace("nosuchprov", "tcp").replace("{available}", "shm")
+    expected = (refusals.NOT_FOUND.replace("nosuchprov", "tcp").replace("{available}", "shm")
                 .replace("{fi_provider}", "shm"))
     _declined(tmp_path, component, expected, provider="tcp", env={"FI_PROVIDER": "shm"})
 

@@ -31,9 +31,7 @@ pytestmark = pytest.mark.reliability
 def pytest_generate_tests(metafunc):
     """One case per provider under test (conftest: --provider, discovery)."""
     if "provider" in metafunc.fixturenames:
-        from conftest import providers_of
-
-        metafunc.parametrize("provider", providers_of(metafunc.config)[0])
+        metafunc.parametrize("provider", matrix.providers_of(metafunc.config)[0])
 
 
 def _served(launches, provider):

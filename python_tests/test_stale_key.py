@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 
 import launcher
+import matrix
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCE = REPO / "tools" / "stale_key.c"
@@ -60,9 +61,7 @@ KNOWN_SILENT = {"shm": SHM_SILENT}
 
 def pytest_generate_tests(metafunc):
     """One case per provider under test; on shm the refusal cases are strict xfails."""
-    from conftest import providers_of
-
-    providers = providers_of(metafunc.config)[0]
+    providers = matrix.providers_of(metafunc.config)[0]
     if "provider" in metafunc.fixturenames:
         metafunc.parametrize("provider", providers)
     if "refusing_provider" in metafunc.fixturenames:

@@ -45,7 +45,6 @@ import shutil  # noqa: E402
 import launcher  # noqa: E402
 import matrix  # noqa: E402
 import outcome  # noqa: E402
-from test_stale_key import _locked_run  # noqa: E402
 
 STALE_KEY_SOURCE = REPO / "tools" / "stale_key.c"
 # btl-ofi's default hints without local/endpoint (tools/stale_key.c passes no desc
@@ -78,9 +77,10 @@ def test_stale_key_tool_is_caught(tmp_path):
     subprocess.run([cc, "-O1", str(STALE_KEY_SOURCE), "-o", str(exe), "-lfabric"], check=True,
                    timeout=300)
     env = {**launcher.mpi_env(), **_strict_env(tmp_path, KEY_ONLY_MODE)}
-    run = _locked_run([str(exe), "--btl", "--json", "--probes", "stale_write,stale_read",
-                       "shm;ofi_strictmr"], 300, 900, env=env)
-    assert run.returncode == 0, run.stderr
+    run = launcher.run_argv([str(exe), "--btl", "--json", "--probes", "stale_write,stale_read",
+                             "shm;ofi_strictmr"], 300, env, tmp_path)
+    assert not run.timed_out and run.returncode == 0, \
+        f"stale_key exit {run.returncode}{' (timed out)' if run.timed_out else ''}: {run.stderr}"
     row = json.loads(run.stdout.splitlines()[0])
     for probe in ("stale_write", "stale_read"):
         record = row["probes"][probe]

@@ -24,9 +24,8 @@ import pytest
 
 import launcher
 import matrix
+import netns
 import outcome
-from test_multihost import own_hosts
-from test_node_local import NRANKS, _native_mixed, per_host
 
 PROVIDER = "tcp;ofi_rxm"
 SIZE = 4 << 20
@@ -35,7 +34,7 @@ CHECK = {"kind": "stripes", "id": "stripes", "size": SIZE, "small": 50}
 
 @pytest.fixture(scope="module")
 def two_nics(tmp_path_factory):
-    yield from own_hosts(tmp_path_factory.mktemp("netns-nics"), "--hosts", 2, "--nics", 2,
+    yield from netns.own_hosts(tmp_path_factory.mktemp("netns-nics"), "--hosts", 2, "--nics", 2,
                          "--rate", "400mbit")
 
 
@@ -147,13 +146,13 @@ def test_stress_beside_shm(two_nics, tmp_path, wake):
     across hosts whatever the BTL: NOTES.txt 10). Each flavor moved puts over shm and split
     some over the NICs (osc_stress's local_puts and stripes, over all ranks; test above: the
     parts' bytes on each interface); with wake=1 each rank's two NICs are armed."""
-    hosts = per_host(two_nics, tmp_path)
+    hosts = netns.per_host(two_nics, tmp_path)
     flavors = "create,dynamic" if launcher.ompi_major() >= 5 else "create"
-    run = _native_mixed(hosts, tmp_path, wake, "osc_stress",
-                        ["-s", "26", "-e", "4", "-f", flavors],
-                        ours={"domain_include": "mheth*", "stripe_min": 4096}, nics=2)
+    run = netns.run_mixed(hosts, tmp_path, wake, "osc_stress",
+                          ["-s", "26", "-e", "4", "-f", flavors],
+                          ours={"domain_include": "mheth*", "stripe_min": 4096}, nics=2)
     text = run.stdout + run.stderr
-    assert text.count("striping puts and gets of 4096 bytes or more") == NRANKS, \
+    assert text.count("striping puts and gets of 4096 bytes or more") == netns.MIXED_NRANKS, \
         f"not every rank opened a second NIC:\n{text[-2000:]}"
     rows = re.findall(r"^flavor (\w+) .* local_puts=(\d+) stripes=(\d+)", run.stdout, re.M)
     assert [r[0] for r in rows] == flavors.split(","), run.stdout[-1500:]
