@@ -34,10 +34,13 @@ esac
 SUITE=$VERSION_CODENAME
 [ "$PLATFORM" = "Debian unstable" ] && SUITE=sid
 
-# gdb: a launch that times out in the tests has its ranks' stacks printed
-# (python_tests/launcher.py, dump_rank_stacks).
+# What the tests call besides Open MPI and libfabric (fi_info): gdb, the stacks of a
+# launch that times out (python_tests/launcher.py, dump_rank_stacks); iproute2 (ip, tc,
+# bridge) and procps (sysctl), the host namespaces of scripts/check-multihost.sh that
+# the multi-host tests run in; gcc, the C tools some tests build (tools/stale_key.c).
 PACKAGES=(openmpi-bin libopenmpi-dev libfabric-dev libfabric-bin
-    autoconf automake libtool pkg-config make gcc libc6-dev python3 python3-venv gdb)
+    autoconf automake libtool pkg-config make gcc libc6-dev python3 python3-venv
+    gdb iproute2 procps)
 if [ "$PLATFORM" = "Debian 12" ]; then
     # Python packages come from PyPI into the venv.
     PACKAGES+=(python3-dev)
