@@ -41,7 +41,7 @@
 # remove   delete the root (refused while anything is mounted below it)
 #
 # Exit status: CMD's for run; 2 for a usage or setup error. Needs root.
-set -uo pipefail
+set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
 # shellcheck source=scripts/apt-sources.sh
