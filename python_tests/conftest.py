@@ -1,6 +1,7 @@
 """pytest wiring: the --provider option, the matrix parametrization, and one
 mpirun per launch group shared by all the tests that report on it."""
 
+import fnmatch
 import os
 import shutil
 import sys
@@ -23,6 +24,10 @@ def pytest_addoption(parser):
                          "e.g. 'shm,tcp;ofi_rxm'); 'all' = every RDM provider with RMA and "
                          "atomics that fi_getinfo lists. Default: the project's named "
                          f"providers {', '.join(matrix.NAMED_PROVIDERS)} that are present")
+    group.addoption("--full", action="store_true", default=False,
+                    help="the whole matrix: every parametrized case, launch group and check, "
+                         "and the multihost suite (not the opt-in endurance runs). Default: "
+                         "the slice that crosses every axis value at least once (matrix.py)")
     group.addoption("--timeout-scale", type=float, default=1.0,
                     help="multiply every mpirun timeout (slow machines)")
     group.addoption("--endurance-jobs", type=int, default=50,
@@ -255,13 +260,90 @@ def pytest_terminal_summary(terminalreporter, config):
                       f"with_errors={bad}{strict}")
 
 
-@pytest.hookimpl(tryfirst=True)
+def _params(item):
+    return getattr(getattr(item, "callspec", None), "params", {})
+
+
+def _value_key(value):
+    """A hashable stand-in for a parameter's value (a check spec by its id)."""
+    if isinstance(value, dict):
+        return value.get("id") or repr(sorted(value.items()))
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value
+
+
+LAUNCH_PARAMS = ("group", "mh_group")  # a matrix.Group: one launch, its checks ride along
+
+
+def _node(item):
+    return item.nodeid.split("/")[-1]
+
+
+def _axes(item):
+    """A parametrized test's axis values: the test itself and the values of the axes
+    the suite shares (matrix.SHARED_AXES); its own parameters are not axes."""
+    axes = {("test", _node(item).split("[")[0])}
+    for name, value in _params(item).items():
+        if name in matrix.SHARED_AXES:
+            axes.add((matrix.SHARED_AXES[name], _value_key(value)))
+    return axes
+
+
+def default_slice(items):
+    """(kept, dropped): the slice of items that crosses every axis value at least once
+    (matrix.py, "the default slice"). Full-tier items and matrix.FULL_ONLY are dropped;
+    of the launch groups a covering of their axes is kept, with their checks; of the
+    other parametrized tests a covering of their axis values (_axes: each test at least
+    once; matrix.NO_LAUNCH's run whole); a strict xfail is kept once per reason."""
+    kept = [item for item in items if not item.get_closest_marker("full") and
+            not any(fnmatch.fnmatchcase(_node(item), p) for p in matrix.FULL_ONLY)]
+    for name in LAUNCH_PARAMS:
+        groups = list(dict.fromkeys(_params(i)[name] for i in kept if name in _params(i)))
+        chosen = set(matrix.cover(groups, matrix.group_axes))
+        kept = [i for i in kept if name not in _params(i) or _params(i)[name] in chosen]
+    cells = [i for i in kept if _params(i) and not set(_params(i)) & set(LAUNCH_PARAMS)
+             and _node(i).split("::")[0] not in matrix.NO_LAUNCH]
+    dropped = {id(i) for i in cells} - {id(i) for i in matrix.cover(cells, _axes)}
+    kept = [i for i in kept if id(i) not in dropped]
+    causes, once = set(), []
+    for item in kept:
+        mark = item.get_closest_marker("xfail")
+        if mark is not None and mark.kwargs.get("strict", True):
+            reason = mark.kwargs.get("reason", "")
+            if reason in causes:
+                continue
+            causes.add(reason)
+        once.append(item)
+    kept_ids = {id(i) for i in once}
+    return once, [i for i in items if id(i) not in kept_ids]
+
+
+def _full(config):
+    return config._btlofi_full
+
+
+def pytest_configure(config):
+    """--full (or -m full) runs the whole matrix, the multihost suite included: the
+    default `-m` of pytest.ini then keeps out only the opt-in endurance runs."""
+    config._btlofi_full = config.getoption("--full") or \
+        (config.option.markexpr or "").strip() == "full"
+    if _full(config):
+        addopts = config.getini("addopts")
+        default = next((addopts[i + 1] for i, arg in enumerate(addopts[:-1]) if arg == "-m"),
+                       None)
+        if config.option.markexpr in (default, "full"):
+            config.option.markexpr = "not endurance"
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
-    """`-m full` means the whole matrix: the fast slice is part of it, so mark
-    every item full before the mark plugin deselects (pytest.ini's default
-    `-m "not full"` keeps only the fast slice). The opt-in suites keep their
-    own marks (-m endurance, -m multihost): they are not part of -m full."""
-    if (config.option.markexpr or "").strip() == "full":
-        for item in items:
-            if not any(item.get_closest_marker(m) for m in ("full", "endurance", "multihost")):
-                item.add_marker(pytest.mark.full)
+    """Without --full, keep the default slice of what -m and -k selected."""
+    if _full(config):
+        return
+    kept, dropped = default_slice(items)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept

@@ -146,11 +146,12 @@ ACC_LIMIT_BYTES = 4096
 
 XFAIL_UNSIGNED = ("known upstream limitation: osc/rdma 4.1 passes MIN/MAX to the BTL without "
                   "signedness, so unsigned values >= 2**(bits-1) get signed semantics on the "
-                  "BTL atomic path")
+                  "BTL atomic path (NOTES.txt 6)")
 XFAIL_GACC_DERIVED = ("known upstream bug in osc/rdma 4.1.4 (ompi_osc_rdma_gacc_amo): with a "
                       "derived origin/result or target datatype the fetched values are unpacked "
                       "from the already-advanced result pointer, so Get_accumulate returns "
-                      "garbage; same with btl/vader, correct with osc/pt2pt (fixed in 5.0)")
+                      "garbage; same with btl/vader, correct with osc/pt2pt (fixed in 5.0; "
+                      "NOTES.txt 10)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -612,6 +613,87 @@ def group_tier(group):
     """Groups that exist only in the full matrix."""
     return "full" if (group.mr_path != "default" and group.variant != "base") or \
         (group.mr_path != "default" and group.nranks != 2) else "fast"
+
+
+# ---------------------------------------------------------------- the default slice
+#
+# `scripts/test.sh` runs a slice of the matrix that still crosses every axis value at
+# least once; `--full` runs every cell. conftest.py applies these to what pytest
+# collected (default_slice), nothing else chooses:
+#   - launch groups (conformance, on one host and across hosts): a covering of
+#     group_axes; a chosen group runs its whole fast tier of checks (matrix.checks_for:
+#     every flavor, sync, op, dtype, layout and size), the others run nothing;
+#   - every other parametrized test: a covering of its parameters' values;
+#   - a strict xfail once per upstream cause (its reason): the first cell that has it.
+
+# Parameters that name an axis the whole suite shares: each value is covered once across
+# all tests (test_attach's shm covers shm for test_coalesce too). A test's own
+# parameters (test_bad_parameter's inputs, test_name_selects' names) are no axis: the
+# slice runs one of its cases, --full all.
+SHARED_AXES = {"provider": "provider", "refusing_provider": "provider", "core": "provider",
+               "profile": "NIC profile", "mode": "mode set", "key_size": "key size",
+               "wake": "wake", "nranks": "ranks"}
+
+# Modules that launch nothing: they run whole, slicing them would save nothing.
+NO_LAUNCH = ("test_domains_compare.py", "test_notes_file_map.py", "test_outcome_mapping.py",
+             "test_suite_layout.py")
+
+# Tests (fnmatch patterns of node ids) the default slice leaves to --full, each with
+# what still covers its axes there.
+FULL_ONLY = {
+    "test_node_local.py::test_stress_mixed[[]*": "osc_stress on the mixed job, 45 s a run; "
+    "the mixed job's exactness under contention: test_node_peers_over_shm",
+    "test_node_local.py::test_threads_mixed[[]*": "osc_threads on the mixed job, 45 s a run; "
+    "wake's arming and waking: test_wake",
+    "test_node_local.py::test_node_atomics_over_network": "local_atomics=network, 15 s; "
+    "atomics to node partners through the network provider: test_nic_profile_beside_shm",
+    "test_node_local.py::test_no_long_pause": "local_busy_poll_us=0, 9 s; the pace beside "
+    "shm, long pauses included: test_node_peers_over_shm",
+    "test_node_local.py::test_idle_poll_every_pass": "idle_poll_ratio=0, 6 s; the pace "
+    "beside shm: test_node_peers_over_shm",
+    "test_stripes.py::test_stress_beside_shm[[]*": "osc_stress over shm and two NICs, 20-35 s "
+    "a run; striping: test_large_transfers_use_both_nics",
+    "test_stale_key.py::*[[]shm*": "shm never completes an access through a closed key, so "
+    "the tool waits out every probe (100 s); the other providers' cells run",
+    "test_reliability.py::test_stress_fast[[]*": "scripts/check-stress.sh --fast, 35-55 s "
+    "per provider; exactness under random mixes: the conformance concurrency checks, fault "
+    "injection: test_strictmr_provider, -FI_EAGAIN: test_nic_profiles' tight queues",
+}
+
+
+def group_axes(group):
+    """The axis values a launch group stands for. A plain provider with each MR mode
+    it negotiates, and as the core of ofi_strictmr once more with the plain base
+    checks; a variant, a rank count, a mode set, a NIC profile, a key size."""
+    axes = {("ranks", group.nranks), ("variant", group.variant)}
+    if group.strict:
+        axes |= {("provider", group.provider), ("key size", group.strict[1]),
+                 ("profile" if group.profile else "mode set", group.strict[0])}
+    else:
+        axes |= {("provider and MR mode", group.provider, group.mr)}
+        if group.variant == "base" and group.nranks == 2:
+            axes.add(("base checks over", group.provider))
+    return frozenset(axes)
+
+
+def cover(cells, axes):
+    """The cells (in their order) that a greedy covering keeps: each round the cell
+    with the most axis values not had yet; of equals, the one whose other values were
+    had the fewest times (spreading the picks), then the earliest; until every value
+    some cell has is had. The same cells give the same slice."""
+    values = [set(axes(cell)) for cell in cells]
+    need = set().union(*values)
+    had = {}
+    chosen = set()
+    while need:
+        best = max(range(len(cells)), key=lambda i: (len(values[i] & need),
+                                                     -sum(had.get(v, 0) for v in values[i]),
+                                                     -i))
+        chosen.add(best)
+        need -= values[best]
+        for v in values[best]:
+            had[v] = had.get(v, 0) + 1
+    return [cell for i, cell in enumerate(cells) if i in chosen]
 
 
 # ---------------------------------------------------------------- expectations
