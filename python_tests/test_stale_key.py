@@ -55,7 +55,8 @@ SHM_SILENT = pytest.mark.xfail(
     strict=True, raises=NoCompletion,
     reason="shm (libfabric 1.17, FI_MR_VIRT_ADDR, delivery-complete) accepts the operation "
            "through the closed registration's key and never completes it: no success and no "
-           "error within the bounded wait (nothing is written; asserted separately)")
+           "error within the bounded wait (nothing is written; asserted separately; "
+           "NOTES.txt 8)")
 KNOWN_SILENT = {"shm": SHM_SILENT}
 
 
