@@ -5,7 +5,6 @@ import fnmatch
 import os
 import shutil
 import sys
-import time
 from pathlib import Path
 
 import pytest

@@ -20,7 +20,7 @@ from refusals import (ATOMICS_MISSING, BAD_CHOICE, BAD_MR_MODE, BROKEN, DOMAIN_B
                       DOMAIN_MALFORMED, DOMAIN_NONE_LEFT, DOMAIN_NOT_FOUND, INCLUDE_EXCLUDE,
                       LACKS_CAPS, MALFORMED, MR_DECLINED, NO_PROVIDER, NO_SEND_BTL, NOT_FOUND,
                       OUT_OF_RANGE, PLAN, REGISTER_FAILED, available, judge_no_sender,
-                      processes, run_and_judge)
+                      run_and_judge)
 
 pytestmark = pytest.mark.bad_input
 
