@@ -144,9 +144,9 @@ AMO_MAX_COUNT = 32
 AMO_OPS = {"SUM", "MIN", "MAX", "BAND", "BOR", "BXOR", "LAND", "LOR", "LXOR", "REPLACE"}
 ACC_LIMIT_BYTES = 4096
 
-XFAIL_UNSIGNED = ("known upstream limitation: osc/rdma 4.1 passes MIN/MAX to the BTL without "
-                  "signedness, so unsigned values >= 2**(bits-1) get signed semantics on the "
-                  "BTL atomic path (NOTES.txt 6)")
+XFAIL_UNSIGNED = ("known upstream limitation: osc/rdma (4.1.4, 5.0.7) passes MIN/MAX to the BTL "
+                  "without signedness, so unsigned values >= 2**(bits-1) get signed semantics "
+                  "on the BTL atomic path (NOTES.txt 6)")
 XFAIL_GACC_DERIVED = ("known upstream bug in osc/rdma 4.1.4 (ompi_osc_rdma_gacc_amo): with a "
                       "derived origin/result or target datatype the fetched values are unpacked "
                       "from the already-advanced result pointer, so Get_accumulate returns "
