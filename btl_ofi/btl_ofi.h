@@ -65,8 +65,9 @@ BEGIN_C_DECLS
 
 #define mca_btl_ofi_output (opal_btl_base_framework.framework_output)
 
-/* The module and the operation context are used by pointer across the headers. */
+/* The module, its rails and the operation context are used by pointer across the headers. */
 typedef struct mca_btl_ofi_module_t mca_btl_ofi_module_t;
+typedef struct mca_btl_ofi_rail_t mca_btl_ofi_rail_t;
 typedef struct mca_btl_ofi_op_t mca_btl_ofi_op_t;
 
 END_C_DECLS

@@ -170,24 +170,24 @@ uint64_t mca_btl_ofi_atomic_apply(mca_btl_base_atomic_op_t op, int dt, uint64_t 
 /* ---- the target ---------------------------------------------------------- */
 
 /*
- * Under module->reg_lock: where an access of size bytes at addr (as the
+ * Under rail->reg_lock: where an access of size bytes at addr (as the
  * provider would take it) lands in this process, or NULL where a provider would
  * refuse it: no live registration with that key, not the registration the
  * origin's handle named (its check word), or outside it.
  */
-static void *mca_btl_ofi_am_where(mca_btl_ofi_module_t *module, uint64_t addr, uint64_t key,
+static void *mca_btl_ofi_am_where(mca_btl_ofi_rail_t *rail, uint64_t addr, uint64_t key,
                                   uint64_t check, uint64_t size)
 {
-    mca_btl_ofi_reg_t *reg = mca_btl_ofi_reg_find(module, key);
+    mca_btl_ofi_reg_t *reg = mca_btl_ofi_reg_find(rail, key);
     uint64_t offset;
 
     if (NULL == reg || reg->handle.check != check) {
         return NULL;
     }
-    if (module->virt_addr && addr < reg->handle.base) {
+    if (rail->virt_addr && addr < reg->handle.base) {
         return NULL;
     }
-    offset = module->virt_addr ? addr - reg->handle.base : addr;
+    offset = rail->virt_addr ? addr - reg->handle.base : addr;
     if (size > reg->handle.len || offset > reg->handle.len - size) {
         return NULL;
     }
@@ -279,7 +279,7 @@ static bool mca_btl_ofi_am_atomic_known(const mca_btl_ofi_am_atomic_msg_t *req)
 }
 
 /* An atomic of a peer: apply it (or refuse it) and answer. */
-static void mca_btl_ofi_am_atomic_serve(mca_btl_ofi_module_t *module,
+static void mca_btl_ofi_am_atomic_serve(mca_btl_ofi_rail_t *rail,
                                         struct mca_btl_base_endpoint_t *origin, const void *buf,
                                         size_t bytes)
 {
@@ -296,11 +296,11 @@ static void mca_btl_ofi_am_atomic_serve(mca_btl_ofi_module_t *module,
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_MESSAGES_APPLIED, 1);
     mca_btl_ofi_msg_header_init(&done.header, MCA_BTL_OFI_MSG_ATOMIC_DONE, sizeof(done));
     done.cookie = req.cookie;
-    OPAL_THREAD_LOCK(&module->reg_lock);
+    OPAL_THREAD_LOCK(&rail->reg_lock);
     if (mca_btl_ofi_am_atomic_known(&req)) {
         const uint64_t size = (req.dt & 1) ? 4 : 8;
 
-        where = mca_btl_ofi_am_where(module, req.addr, req.key, req.check, size);
+        where = mca_btl_ofi_am_where(rail, req.addr, req.key, req.check, size);
         /* CPU atomics need their natural alignment, as a NIC's do */
         if (NULL != where && 0 != ((uintptr_t)where & (size - 1))) {
             where = NULL;
@@ -309,13 +309,13 @@ static void mca_btl_ofi_am_atomic_serve(mca_btl_ofi_module_t *module,
     if (NULL != where) {
         done.old = mca_btl_ofi_am_apply(&req, where);
     }
-    OPAL_THREAD_UNLOCK(&module->reg_lock);
+    OPAL_THREAD_UNLOCK(&rail->reg_lock);
     if (NULL == where) {
         done.refused = 1;
         mca_btl_ofi_count(MCA_BTL_OFI_CNT_REFUSED, 1);
     }
     if (NULL == origin ||
-        OPAL_SUCCESS != mca_btl_ofi_msg_send(module, origin, &done, sizeof(done))) {
+        OPAL_SUCCESS != mca_btl_ofi_msg_send(rail, origin, &done, sizeof(done))) {
         opal_output_verbose(1, mca_btl_ofi_output,
                             MCA_BTL_OFI_LOG "an atomic from %s was %s, but the answer could not "
                                             "be sent",
@@ -325,7 +325,7 @@ static void mca_btl_ofi_am_atomic_serve(mca_btl_ofi_module_t *module,
 }
 
 /* Send one piece of get data (or, with data NULL, the refusal of len bytes). */
-static int mca_btl_ofi_am_send_piece(mca_btl_ofi_module_t *module,
+static int mca_btl_ofi_am_send_piece(mca_btl_ofi_rail_t *rail,
                                      struct mca_btl_base_endpoint_t *origin, uint64_t cookie,
                                      uint64_t offset, uint64_t len, const void *data)
 {
@@ -339,11 +339,46 @@ static int mca_btl_ofi_am_send_piece(mca_btl_ofi_module_t *module,
 
     mca_btl_ofi_msg_header_init(&piece.header, MCA_BTL_OFI_MSG_GET_DATA,
                                 sizeof(piece) + data_bytes);
-    return mca_btl_ofi_msg_send_data(module, origin, &piece, sizeof(piece), data, data_bytes);
+    return mca_btl_ofi_msg_send_data(rail, origin, &piece, sizeof(piece), data, data_bytes);
 }
 
 /* A get of a peer: answer with the data in pieces, or refuse it. */
-static void mca_btl_ofi_am_get_answer(mca_btl_ofi_module_t *module,
+/* The pieces of a get's answer from a registration found whole (copy: a piece's buffer), each
+ * taken from the registration as it is now (it may have gone). @return the bytes sent */
+static uint64_t mca_btl_ofi_am_send_pieces(mca_btl_ofi_rail_t *rail,
+                                           struct mca_btl_base_endpoint_t *origin,
+                                           const mca_btl_ofi_am_get_msg_t *req, uint64_t piece,
+                                           char *copy)
+{
+    uint64_t offset = 0;
+    int rc = OPAL_SUCCESS;
+
+    if (0 == req->size) {
+        (void)mca_btl_ofi_am_send_piece(rail, origin, req->cookie, 0, 0, "");
+    }
+    while (offset < req->size && OPAL_SUCCESS == rc) {
+        uint64_t len = req->size - offset < piece ? req->size - offset : piece;
+        void *where;
+
+        OPAL_THREAD_LOCK(&rail->reg_lock);
+        where = mca_btl_ofi_am_where(rail, req->addr + offset, req->key, req->check, len);
+        if (NULL != where) {
+            memcpy(copy, where, len);
+        }
+        OPAL_THREAD_UNLOCK(&rail->reg_lock);
+        if (NULL == where) {
+            mca_btl_ofi_count(MCA_BTL_OFI_CNT_REFUSED, 1);
+            break;
+        }
+        rc = mca_btl_ofi_am_send_piece(rail, origin, req->cookie, offset, len, copy);
+        if (OPAL_SUCCESS == rc) {
+            offset += len;
+        }
+    }
+    return offset;
+}
+
+static void mca_btl_ofi_am_get_answer(mca_btl_ofi_rail_t *rail,
                                       struct mca_btl_base_endpoint_t *origin, const void *buf,
                                       size_t bytes)
 {
@@ -351,7 +386,6 @@ static void mca_btl_ofi_am_get_answer(mca_btl_ofi_module_t *module,
     uint64_t piece, offset = 0;
     char *copy = NULL;
     bool whole;
-    int rc = OPAL_SUCCESS;
 
     if (bytes < sizeof(req) || NULL == origin) {
         opal_output_verbose(1, mca_btl_ofi_output,
@@ -362,45 +396,24 @@ static void mca_btl_ofi_am_get_answer(mca_btl_ofi_module_t *module,
     memcpy(&req, buf, sizeof(req));
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_MESSAGES_APPLIED, 1);
     piece = req.piece < MCA_BTL_OFI_AM_PIECE_MAX ? req.piece : MCA_BTL_OFI_AM_PIECE_MAX;
-    OPAL_THREAD_LOCK(&module->reg_lock);
-    whole = NULL != mca_btl_ofi_am_where(module, req.addr, req.key, req.check, req.size);
-    OPAL_THREAD_UNLOCK(&module->reg_lock);
+    OPAL_THREAD_LOCK(&rail->reg_lock);
+    whole = NULL != mca_btl_ofi_am_where(rail, req.addr, req.key, req.check, req.size);
+    OPAL_THREAD_UNLOCK(&rail->reg_lock);
     if (whole && req.size > 0 && 0 == piece) {
         whole = false; /* the origin cannot receive any data */
     }
     if (whole && req.size > 0 && NULL == (copy = malloc(req.size < piece ? req.size : piece))) {
         whole = false;
     }
-    if (!whole) {
+    if (whole) {
+        offset = mca_btl_ofi_am_send_pieces(rail, origin, &req, piece, copy);
+    } else {
         mca_btl_ofi_count(MCA_BTL_OFI_CNT_REFUSED, 1);
-    }
-    if (whole && 0 == req.size) {
-        rc = mca_btl_ofi_am_send_piece(module, origin, req.cookie, 0, 0, "");
-    }
-    while (whole && offset < req.size && OPAL_SUCCESS == rc) {
-        uint64_t len = req.size - offset < piece ? req.size - offset : piece;
-        void *where;
-
-        /* each piece is taken from the registration as it is now: it may have gone */
-        OPAL_THREAD_LOCK(&module->reg_lock);
-        where = mca_btl_ofi_am_where(module, req.addr + offset, req.key, req.check, len);
-        if (NULL != where) {
-            memcpy(copy, where, len);
-        }
-        OPAL_THREAD_UNLOCK(&module->reg_lock);
-        if (NULL == where) {
-            mca_btl_ofi_count(MCA_BTL_OFI_CNT_REFUSED, 1);
-            break;
-        }
-        rc = mca_btl_ofi_am_send_piece(module, origin, req.cookie, offset, len, copy);
-        if (OPAL_SUCCESS == rc) {
-            offset += len;
-        }
     }
     free(copy);
     if (offset < req.size || !whole) {
         /* one refusal stands for every byte not sent, so the origin can account for all */
-        if (OPAL_SUCCESS != mca_btl_ofi_am_send_piece(module, origin, req.cookie, offset,
+        if (OPAL_SUCCESS != mca_btl_ofi_am_send_piece(rail, origin, req.cookie, offset,
                                                       req.size - offset, NULL)) {
             opal_output_verbose(1, mca_btl_ofi_output,
                                 MCA_BTL_OFI_LOG "a get from %s could not be answered",
@@ -411,7 +424,7 @@ static void mca_btl_ofi_am_get_answer(mca_btl_ofi_module_t *module,
 
 /* ---- the origin ---------------------------------------------------------- */
 
-static void mca_btl_ofi_am_atomic_done(mca_btl_ofi_module_t *module,
+static void mca_btl_ofi_am_atomic_done(mca_btl_ofi_rail_t *rail,
                                        struct mca_btl_base_endpoint_t *origin, const void *buf,
                                        size_t bytes)
 {
@@ -427,10 +440,10 @@ static void mca_btl_ofi_am_atomic_done(mca_btl_ofi_module_t *module,
     if (!done.refused && op->emu.fetching) {
         memcpy(op->local_address, &done.old, (op->emu.dt & 1) ? 4 : 8);
     }
-    mca_btl_ofi_op_finish(module, op, done.refused ? OPAL_ERROR : OPAL_SUCCESS);
+    mca_btl_ofi_op_finish(rail, op, done.refused ? OPAL_ERROR : OPAL_SUCCESS);
 }
 
-static void mca_btl_ofi_am_get_data(mca_btl_ofi_module_t *module,
+static void mca_btl_ofi_am_get_data(mca_btl_ofi_rail_t *rail,
                                     struct mca_btl_base_endpoint_t *origin, const void *buf,
                                     size_t bytes)
 {
@@ -454,44 +467,44 @@ static void mca_btl_ofi_am_get_data(mca_btl_ofi_module_t *module,
                piece.len);
     }
     if (piece.len == atomic_fetch_sub(&op->am_remaining, piece.len)) {
-        mca_btl_ofi_op_finish(module, op, op->status);
+        mca_btl_ofi_op_finish(rail, op, op->status);
     }
 }
 
-int mca_btl_ofi_am_start(mca_btl_ofi_module_t *module)
+int mca_btl_ofi_am_start(mca_btl_ofi_rail_t *rail)
 {
-    module->am_ready = false;
-    module->gets_as_messages = mca_btl_ofi_gets_by_messages(module->info);
-    if (NULL == module->msg) {
-        if (module->gets_as_messages) {
-            mca_btl_ofi_decline("messages-missing", module->info->fabric_attr->prov_name,
+    rail->am_ready = false;
+    rail->gets_as_messages = mca_btl_ofi_gets_by_messages(rail->info);
+    if (NULL == rail->msg) {
+        if (rail->gets_as_messages) {
+            mca_btl_ofi_decline("messages-missing", rail->info->fabric_attr->prov_name,
                                 "gets (no FI_READ, or btl_ofi_gets=messages)", NULL);
             return OPAL_ERR_NOT_SUPPORTED;
         }
         return OPAL_SUCCESS;
     }
-    mca_btl_ofi_msg_on(module, MCA_BTL_OFI_MSG_ATOMIC, mca_btl_ofi_am_atomic_serve);
-    mca_btl_ofi_msg_on(module, MCA_BTL_OFI_MSG_ATOMIC_DONE, mca_btl_ofi_am_atomic_done);
-    mca_btl_ofi_msg_on(module, MCA_BTL_OFI_MSG_GET, mca_btl_ofi_am_get_answer);
-    mca_btl_ofi_msg_on(module, MCA_BTL_OFI_MSG_GET_DATA, mca_btl_ofi_am_get_data);
-    module->am_ready = true;
+    mca_btl_ofi_msg_on(rail, MCA_BTL_OFI_MSG_ATOMIC, mca_btl_ofi_am_atomic_serve);
+    mca_btl_ofi_msg_on(rail, MCA_BTL_OFI_MSG_ATOMIC_DONE, mca_btl_ofi_am_atomic_done);
+    mca_btl_ofi_msg_on(rail, MCA_BTL_OFI_MSG_GET, mca_btl_ofi_am_get_answer);
+    mca_btl_ofi_msg_on(rail, MCA_BTL_OFI_MSG_GET_DATA, mca_btl_ofi_am_get_data);
+    rail->am_ready = true;
     return OPAL_SUCCESS;
 }
 
 /* Send a request for op; on failure op is released and the BTL's return code given. */
-static int mca_btl_ofi_am_request(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
+static int mca_btl_ofi_am_request(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op,
                                   const void *req, size_t bytes)
 {
-    int rc = mca_btl_ofi_msg_request(module, op->endpoint, req, bytes, op);
+    int rc = mca_btl_ofi_msg_request(rail, op->endpoint, req, bytes, op);
 
     if (OPAL_SUCCESS != rc) {
-        mca_btl_ofi_op_release(module, op);
+        mca_btl_ofi_op_release(rail, op);
         return OPAL_ERR_OUT_OF_RESOURCE == rc ? rc : OPAL_ERROR;
     }
     return OPAL_SUCCESS;
 }
 
-int mca_btl_ofi_am_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
+int mca_btl_ofi_am_atomic(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op,
                           enum mca_btl_ofi_am_kind_t kind, mca_btl_base_atomic_op_t mca_op,
                           int dt, uint64_t operand, uint64_t compare,
                           const mca_btl_ofi_target_t *target)
@@ -515,20 +528,20 @@ int mca_btl_ofi_am_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
         .fetching = MCA_BTL_OFI_AM_OP != kind,
     };
     mca_btl_ofi_msg_header_init(&req.header, MCA_BTL_OFI_MSG_ATOMIC, sizeof(req));
-    rc = mca_btl_ofi_am_request(module, op, &req, sizeof(req));
+    rc = mca_btl_ofi_am_request(rail, op, &req, sizeof(req));
     if (OPAL_SUCCESS == rc) {
         mca_btl_ofi_count(MCA_BTL_OFI_CNT_ATOMICS_AS_MESSAGES, 1);
     }
     return rc;
 }
 
-int mca_btl_ofi_am_get(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoint_t *endpoint,
+int mca_btl_ofi_am_get(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
                        void *local_address,
                        struct mca_btl_base_registration_handle_t *local_handle,
                        const mca_btl_ofi_target_t *target, size_t size,
                        mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
-    const size_t largest = mca_btl_ofi_msg_largest(module);
+    const size_t largest = mca_btl_ofi_msg_largest(rail);
     mca_btl_ofi_am_get_msg_t req = {
         .addr = target->addr,
         .key = target->key,
@@ -540,8 +553,8 @@ int mca_btl_ofi_am_get(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoin
     mca_btl_ofi_op_t *op;
     int rc;
 
-    op = !mca_btl_ofi_op_room(module) ? NULL
-                                       : mca_btl_ofi_op_alloc(module, mca_btl_ofi_op_finish,
+    op = !mca_btl_ofi_op_room(rail) ? NULL
+                                       : mca_btl_ofi_op_alloc(rail, mca_btl_ofi_op_finish,
                                                               endpoint, local_address,
                                                               local_handle, cbfunc, cbcontext,
                                                               cbdata);
@@ -553,7 +566,7 @@ int mca_btl_ofi_am_get(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoin
     atomic_store(&op->am_remaining, size);
     req.cookie = (uint64_t)(uintptr_t)op;
     mca_btl_ofi_msg_header_init(&req.header, MCA_BTL_OFI_MSG_GET, sizeof(req));
-    rc = mca_btl_ofi_am_request(module, op, &req, sizeof(req));
+    rc = mca_btl_ofi_am_request(rail, op, &req, sizeof(req));
     if (OPAL_SUCCESS == rc) {
         mca_btl_ofi_count(MCA_BTL_OFI_CNT_GETS, 1);
         mca_btl_ofi_count(MCA_BTL_OFI_CNT_GET_BYTES, size);

@@ -8,7 +8,7 @@
 #ifndef MCA_BTL_OFI_AM_H
 #define MCA_BTL_OFI_AM_H
 
-#include "btl_ofi_module.h"
+#include "btl_ofi_rail.h"
 
 #include "btl_ofi_mr.h"
 #include "btl_ofi_ops.h"
@@ -24,14 +24,14 @@ enum mca_btl_ofi_am_kind_t {
 
 /**
  * After the message channel started: take the atomic and get messages of
- * peers (whatever this process's own paths are) and set module->am_ready;
- * decide module->gets_as_messages (mca_btl_ofi_gets_by_messages).
+ * peers (whatever this process's own paths are) and set rail->am_ready;
+ * decide rail->gets_as_messages (mca_btl_ofi_gets_by_messages).
  *
  * @retval OPAL_SUCCESS; OPAL_ERR_NOT_SUPPORTED, with the reason recorded
  *         (mca_btl_ofi_decline), when gets must be messages but there is no
  *         message channel
  */
-int mca_btl_ofi_am_start(mca_btl_ofi_module_t *module);
+int mca_btl_ofi_am_start(mca_btl_ofi_rail_t *rail);
 
 /**
  * new = old op operand, on raw 4- or 8-byte patterns of datatype index dt
@@ -51,7 +51,7 @@ uint64_t mca_btl_ofi_atomic_apply(mca_btl_base_atomic_op_t op, int dt, uint64_t 
  * @retval OPAL_SUCCESS sent or queued; otherwise op was released:
  *         OPAL_ERR_OUT_OF_RESOURCE (try again) or OPAL_ERROR
  */
-int mca_btl_ofi_am_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
+int mca_btl_ofi_am_atomic(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op,
                           enum mca_btl_ofi_am_kind_t kind, mca_btl_base_atomic_op_t mca_op,
                           int dt, uint64_t operand, uint64_t compare,
                           const mca_btl_ofi_target_t *target);
@@ -64,7 +64,7 @@ int mca_btl_ofi_am_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
  *
  * @retval as the BTL's get
  */
-int mca_btl_ofi_am_get(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoint_t *endpoint,
+int mca_btl_ofi_am_get(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
                        void *local_address,
                        struct mca_btl_base_registration_handle_t *local_handle,
                        const mca_btl_ofi_target_t *target, size_t size,

@@ -130,14 +130,14 @@ static uint32_t mca_btl_ofi_atomics_advertise(const mca_btl_ofi_atomic_caps_t *c
  * (NOTES.txt section 8; puts and gets take other paths there). A fetching atomic
  * is released once, so such providers get fetching atomics into a scratch word.
  */
-static bool mca_btl_ofi_nofetch_needs_fetch(const mca_btl_ofi_module_t *module)
+static bool mca_btl_ofi_nofetch_needs_fetch(const mca_btl_ofi_rail_t *rail)
 {
-    const char *prov = module->info->fabric_attr->prov_name;
+    const char *prov = rail->info->fabric_attr->prov_name;
 
     if (0 <= mca_btl_ofi_params.nofetch_as_fetch) {
         return 1 == mca_btl_ofi_params.nofetch_as_fetch;
     }
-    return module->delivery_complete && (0 == strcmp(prov, "shm") || 0 == strncmp(prov, "shm;", 4));
+    return rail->delivery_complete && (0 == strcmp(prov, "shm") || 0 == strncmp(prov, "shm;", 4));
 }
 
 /*
@@ -159,67 +159,85 @@ static uint32_t mca_btl_ofi_atomics_advertise_messages(void)
     return flags;
 }
 
-int mca_btl_ofi_atomics_probe(mca_btl_ofi_module_t *module, bool casless_as_messages)
+/* What the endpoint serves natively, op by op and datatype by datatype (nothing where the
+ * provider grants no FI_ATOMIC, or with btl_ofi_debug_atomic_emulation). */
+static void mca_btl_ofi_probe_all(const mca_btl_ofi_rail_t *rail, mca_btl_ofi_atomic_caps_t *caps)
 {
-    mca_btl_ofi_atomic_caps_t *caps = &module->atomics;
-    const bool granted = !!(module->info->caps & FI_ATOMIC);
-    bool native;
-
     memset(caps, 0, sizeof(*caps));
-    for (int dt = 0; granted && dt < MCA_BTL_OFI_ATOMIC_DT_COUNT; ++dt) {
+    if (!(rail->info->caps & FI_ATOMIC)) {
+        return;
+    }
+    for (int dt = 0; dt < MCA_BTL_OFI_ATOMIC_DT_COUNT; ++dt) {
         size_t count = 0;
         caps->cswap[dt] =
-            0 == fi_compare_atomicvalid(module->ep, mca_btl_ofi_atomic_dt[dt], FI_CSWAP, &count) &&
+            0 == fi_compare_atomicvalid(rail->ep, mca_btl_ofi_atomic_dt[dt], FI_CSWAP, &count) &&
             count >= 1;
         for (int op = 0; op < MCA_BTL_ATOMIC_LAST; ++op) {
             if (mca_btl_ofi_atomic_table[op].valid) {
                 caps->native[op][dt] =
                     mca_btl_ofi_params.debug_atomic_emulation
                         ? 0
-                        : mca_btl_ofi_probe_op(module->ep, mca_btl_ofi_atomic_dt[dt],
+                        : mca_btl_ofi_probe_op(rail->ep, mca_btl_ofi_atomic_dt[dt],
                                                mca_btl_ofi_atomic_table[op].fi_op);
             }
         }
     }
+}
 
+/* Whether every atomic travels as a message: btl_ofi_atomics says so, or (auto) the provider
+ * grants no FI_ATOMIC, or it has no 64-bit compare-and-swap and casless_as_messages allows
+ * messages. Some providers name FI_ATOMIC without a compare-and-swap (net of libfabric 1.17
+ * implements no atomic): component init passes them over for the next one first, and takes
+ * messages on them only when no provider with one is left. */
+static bool mca_btl_ofi_atomics_by_messages(bool granted, bool native, bool casless_as_messages)
+{
+    switch (mca_btl_ofi_params.atomics_path) {
+    case MCA_BTL_OFI_PATH_MESSAGES:
+        return true;
+    case MCA_BTL_OFI_PATH_NATIVE:
+        return false;
+    default:
+        return !granted || (!native && casless_as_messages);
+    }
+}
+
+/* Every atomic as a message the target applies: what that advertises, or NOT_SUPPORTED where
+ * no FI_MSG carries them (passed over like a provider without atomics). */
+static int mca_btl_ofi_atomics_messages(mca_btl_ofi_rail_t *rail, bool granted)
+{
+    memset(&rail->atomics, 0, sizeof(rail->atomics));
+    if (!rail->am_ready) {
+        return OPAL_ERR_NOT_SUPPORTED;
+    }
+    rail->caps.atomic_flags = mca_btl_ofi_atomics_advertise_messages();
+    opal_output_verbose(10, mca_btl_ofi_output,
+                        MCA_BTL_OFI_LOG "every atomic is a message the target applies (%s)",
+                        MCA_BTL_OFI_PATH_MESSAGES == mca_btl_ofi_params.atomics_path
+                            ? "btl_ofi_atomics=messages"
+                        : !granted ? "the provider grants no FI_ATOMIC"
+                                   : "the provider has no 64-bit compare-and-swap");
+    return OPAL_SUCCESS;
+}
+
+int mca_btl_ofi_atomics_probe(mca_btl_ofi_rail_t *rail, bool casless_as_messages)
+{
+    mca_btl_ofi_atomic_caps_t *caps = &rail->atomics;
+    const bool granted = !!(rail->info->caps & FI_ATOMIC);
+    bool native;
+
+    mca_btl_ofi_probe_all(rail, caps);
     /* osc/rdma needs 64-bit fetch-and-add and compare-and-swap at the very least: natively,
      * through the compare-and-swap loop, or as messages. */
     native = granted && caps->cswap[0];
-    switch (mca_btl_ofi_params.atomics_path) {
-    case MCA_BTL_OFI_PATH_MESSAGES:
-        module->atomics_as_messages = true;
-        break;
-    case MCA_BTL_OFI_PATH_NATIVE:
-        module->atomics_as_messages = false;
-        break;
-    default:
-        /* Some providers name FI_ATOMIC without a compare-and-swap (net of libfabric 1.17
-         * implements no atomic): component init passes them over for the next one first,
-         * and takes messages on them only when no provider with one is left. */
-        module->atomics_as_messages = !granted || (!native && casless_as_messages);
-        break;
-    }
-    if (module->atomics_as_messages) {
-        if (!module->am_ready) {
-            /* no FI_MSG to carry them: passed over like a provider without atomics */
-            memset(caps, 0, sizeof(*caps));
-            return OPAL_ERR_NOT_SUPPORTED;
-        }
-        memset(caps, 0, sizeof(*caps));
-        module->super.btl_atomic_flags = mca_btl_ofi_atomics_advertise_messages();
-        opal_output_verbose(10, mca_btl_ofi_output,
-                            MCA_BTL_OFI_LOG "every atomic is a message the target applies (%s)",
-                            MCA_BTL_OFI_PATH_MESSAGES == mca_btl_ofi_params.atomics_path
-                                ? "btl_ofi_atomics=messages"
-                            : !granted ? "the provider grants no FI_ATOMIC"
-                                       : "the provider has no 64-bit compare-and-swap");
-        return OPAL_SUCCESS;
+    rail->atomics_as_messages =
+        mca_btl_ofi_atomics_by_messages(granted, native, casless_as_messages);
+    if (rail->atomics_as_messages) {
+        return mca_btl_ofi_atomics_messages(rail, granted);
     }
     if (!native) {
         return OPAL_ERR_NOT_SUPPORTED;
     }
-
-    caps->nofetch_as_fetch = mca_btl_ofi_nofetch_needs_fetch(module);
+    caps->nofetch_as_fetch = mca_btl_ofi_nofetch_needs_fetch(rail);
     if (caps->nofetch_as_fetch) {
         opal_output_verbose(10, mca_btl_ofi_output,
                             MCA_BTL_OFI_LOG "non-fetching atomics are posted as fetching ones (%s)",
@@ -227,14 +245,14 @@ int mca_btl_ofi_atomics_probe(mca_btl_ofi_module_t *module, bool casless_as_mess
                                 ? "shm with delivery-complete releases their buffer twice"
                                 : "btl_ofi_atomic_nofetch_as_fetch=1");
     }
-    module->super.btl_atomic_flags = mca_btl_ofi_atomics_advertise(caps);
+    rail->caps.atomic_flags = mca_btl_ofi_atomics_advertise(caps);
     return OPAL_SUCCESS;
 }
 
 /* ---- emulation through compare-and-swap -------------------------------- */
 
 /* Post an emulated atomic's next compare-and-swap; -FI_EAGAIN defers it. */
-static void mca_btl_ofi_emulation_post(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op)
+static void mca_btl_ofi_emulation_post(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op)
 {
     /* Compare against the current guess; store the op applied to that guess. */
     mca_btl_ofi_words_t *words = op->words;
@@ -242,7 +260,7 @@ static void mca_btl_ofi_emulation_post(mca_btl_ofi_module_t *module, mca_btl_ofi
     words->operand =
         mca_btl_ofi_atomic_apply(op->emu.op, op->emu.dt, words->compare, op->emu.operand);
     words->fetched = 0;
-    ssize_t rc = fi_compare_atomic(module->ep, &words->operand, 1, op->words_desc,
+    ssize_t rc = fi_compare_atomic(rail->ep, &words->operand, 1, op->words_desc,
                                    &words->compare, op->words_desc, &words->fetched,
                                    op->words_desc, op->endpoint->peer_addr, op->emu.target_addr,
                                    op->emu.key, mca_btl_ofi_atomic_dt[op->emu.dt & 1], FI_CSWAP,
@@ -251,44 +269,44 @@ static void mca_btl_ofi_emulation_post(mca_btl_ofi_module_t *module, mca_btl_ofi
         return;
     }
     if (-FI_EAGAIN == rc) {
-        mca_btl_ofi_defer(module, op, mca_btl_ofi_emulation_post);
+        mca_btl_ofi_defer(rail, op, mca_btl_ofi_emulation_post);
         return;
     }
     opal_output_verbose(1, mca_btl_ofi_output,
                         MCA_BTL_OFI_LOG "fi_compare_atomic (emulated %s) failed: %s",
                         mca_btl_ofi_atomic_table[op->emu.op].name, fi_strerror((int)-rc));
-    mca_btl_ofi_op_finish(module, op, OPAL_ERROR);
+    mca_btl_ofi_op_finish(rail, op, OPAL_ERROR);
 }
 
 /* One compare-and-swap step of an emulated atomic completed: done, or retry. */
-static void mca_btl_ofi_emulation_step_done(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
+static void mca_btl_ofi_emulation_step_done(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op,
                                             int status)
 {
     const uint64_t mask = (op->emu.dt & 1) ? UINT32_MAX : UINT64_MAX;
 
     if (OPAL_SUCCESS != status) {
-        mca_btl_ofi_op_finish(module, op, status);
+        mca_btl_ofi_op_finish(rail, op, status);
         return;
     }
     if ((op->words->fetched & mask) != (op->words->compare & mask)) {
         /* Someone changed the value first: retry from what we saw. */
         op->words->compare = op->words->fetched & mask;
-        mca_btl_ofi_emulation_post(module, op);
+        mca_btl_ofi_emulation_post(rail, op);
         return;
     }
     if (op->emu.fetching) {
         memcpy(op->local_address, &op->words->compare, mca_btl_ofi_dt_size(op->emu.dt));
     }
-    mca_btl_ofi_op_finish(module, op, OPAL_SUCCESS);
+    mca_btl_ofi_op_finish(rail, op, OPAL_SUCCESS);
 }
 
-static int mca_btl_ofi_emulate(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
+static int mca_btl_ofi_emulate(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op,
                                mca_btl_base_atomic_op_t mca_op, int dt, bool fetching,
                                uint64_t operand, uint64_t target, uint64_t key)
 {
-    if (!module->atomics.cswap[dt & 1]) {
+    if (!rail->atomics.cswap[dt & 1]) {
         /* No compare-and-swap of this width: osc/rdma falls back to its own path. */
-        mca_btl_ofi_op_release(module, op);
+        mca_btl_ofi_op_release(rail, op);
         return OPAL_ERR_NOT_SUPPORTED;
     }
     op->complete = mca_btl_ofi_emulation_step_done;
@@ -302,14 +320,14 @@ static int mca_btl_ofi_emulate(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *o
     };
     op->words->compare = 0;
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_ATOMICS_EMULATED, 1);
-    mca_btl_ofi_emulation_post(module, op);
+    mca_btl_ofi_emulation_post(rail, op);
     return OPAL_SUCCESS;
 }
 
 /* ---- entry points ------------------------------------------------------ */
 
 /* Checks and setup shared by the three entry points; *op is counted outstanding. */
-static int mca_btl_ofi_atomic_begin(mca_btl_ofi_module_t *module,
+static int mca_btl_ofi_atomic_begin(mca_btl_ofi_rail_t *rail,
                                     struct mca_btl_base_endpoint_t *endpoint, int flags,
                                     uint64_t remote_address,
                                     struct mca_btl_base_registration_handle_t *remote_handle,
@@ -320,22 +338,22 @@ static int mca_btl_ofi_atomic_begin(mca_btl_ofi_module_t *module,
                                     mca_btl_ofi_op_t **op)
 {
     int dt = mca_btl_ofi_dt_index(flags);
-    int rc = mca_btl_ofi_remote_target(module, endpoint, remote_handle, remote_address,
+    int rc = mca_btl_ofi_remote_target(rail, endpoint, remote_handle, remote_address,
                                        mca_btl_ofi_dt_size(dt), target);
 
     if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
         return rc;
     }
-    if (OPAL_UNLIKELY(mca_btl_ofi_inject_eagain() || !mca_btl_ofi_op_room(module))) {
+    if (OPAL_UNLIKELY(mca_btl_ofi_inject_eagain() || !mca_btl_ofi_op_room(rail))) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    *op = mca_btl_ofi_op_alloc(module, mca_btl_ofi_op_finish, endpoint, local_address, local_handle,
+    *op = mca_btl_ofi_op_alloc(rail, mca_btl_ofi_op_finish, endpoint, local_address, local_handle,
                                cbfunc, cbcontext, cbdata);
     if (OPAL_UNLIKELY(NULL == *op)) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_ATOMICS, 1);
-    if (mca_btl_ofi_node_local(module)) {
+    if (rail->config.count_local) {
         mca_btl_ofi_count(MCA_BTL_OFI_CNT_LOCAL_ATOMICS, 1);
     }
     return OPAL_SUCCESS;
@@ -347,7 +365,7 @@ static bool mca_btl_ofi_op_known(mca_btl_base_atomic_op_t op)
 }
 
 /* Fetching and non-fetching atomics share everything but the libfabric call. */
-static int mca_btl_ofi_atomic(mca_btl_ofi_module_t *module,
+static int mca_btl_ofi_atomic(mca_btl_ofi_rail_t *rail,
                               struct mca_btl_base_endpoint_t *endpoint, void *local_address,
                               uint64_t remote_address,
                               struct mca_btl_base_registration_handle_t *local_handle,
@@ -357,7 +375,7 @@ static int mca_btl_ofi_atomic(mca_btl_ofi_module_t *module,
                               void *cbdata)
 {
     const bool fetching = NULL != local_address;
-    const bool as_fetch = fetching || module->atomics.nofetch_as_fetch;
+    const bool as_fetch = fetching || rail->atomics.nofetch_as_fetch;
     const int dt = mca_btl_ofi_dt_index(flags);
     mca_btl_ofi_target_t target;
     mca_btl_ofi_op_t *op;
@@ -366,113 +384,109 @@ static int mca_btl_ofi_atomic(mca_btl_ofi_module_t *module,
     if (OPAL_UNLIKELY(!mca_btl_ofi_op_known(mca_op))) {
         return OPAL_ERR_BAD_PARAM;
     }
-    rc = mca_btl_ofi_atomic_begin(module, endpoint, flags, remote_address, remote_handle,
+    rc = mca_btl_ofi_atomic_begin(rail, endpoint, flags, remote_address, remote_handle,
                                   local_address, local_handle, cbfunc, cbcontext, cbdata, &target,
                                   &op);
     if (OPAL_SUCCESS != rc) {
         return (int)rc;
     }
-    if (module->atomics_as_messages) {
+    if (rail->atomics_as_messages) {
         /* answered once applied: the callback proves it, fetching or not */
-        return mca_btl_ofi_am_atomic(module, op, fetching ? MCA_BTL_OFI_AM_FOP : MCA_BTL_OFI_AM_OP,
+        return mca_btl_ofi_am_atomic(rail, op, fetching ? MCA_BTL_OFI_AM_FOP : MCA_BTL_OFI_AM_OP,
                                      mca_op, dt, operand, 0, &target);
     }
-    if (!(module->atomics.native[mca_op][dt] &
+    if (!(rail->atomics.native[mca_op][dt] &
           (as_fetch ? MCA_BTL_OFI_NATIVE_FOP : MCA_BTL_OFI_NATIVE_OP))) {
-        return mca_btl_ofi_emulate(module, op, mca_op, dt, fetching, operand, target.addr,
+        return mca_btl_ofi_emulate(rail, op, mca_op, dt, fetching, operand, target.addr,
                                    target.key);
     }
 
     op->words->operand = operand;
     if (as_fetch) {
         void *result = fetching ? local_address : &op->words->fetched, *desc = op->words_desc;
-        if (OPAL_UNLIKELY(fetching && !mca_btl_ofi_op_desc(module, op, local_address,
+        if (OPAL_UNLIKELY(fetching && !mca_btl_ofi_op_desc(rail, op, local_address,
                                                            mca_btl_ofi_dt_size(dt), &desc))) {
             return OPAL_ERROR;
         }
         /* the fetched result is its own proof of remote completion */
-        rc = fi_fetch_atomic(module->ep, &op->words->operand, 1, op->words_desc, result, desc,
+        rc = fi_fetch_atomic(rail->ep, &op->words->operand, 1, op->words_desc, result, desc,
                              endpoint->peer_addr, target.addr, target.key,
                              mca_btl_ofi_atomic_dt[dt], mca_btl_ofi_atomic_table[mca_op].fi_op,
                              &op->fi_ctx);
     } else {
         /* Its completion says nothing about the target: flush proves it (prove_remote). */
         atomic_store_explicit(&endpoint->unproven, true, memory_order_relaxed);
-        rc = fi_atomic(module->ep, &op->words->operand, 1, op->words_desc, endpoint->peer_addr,
+        rc = fi_atomic(rail->ep, &op->words->operand, 1, op->words_desc, endpoint->peer_addr,
                        target.addr, target.key, mca_btl_ofi_atomic_dt[dt],
                        mca_btl_ofi_atomic_table[mca_op].fi_op, &op->fi_ctx);
     }
-    return mca_btl_ofi_post_result(module, op, rc, as_fetch ? "fi_fetch_atomic" : "fi_atomic");
+    return mca_btl_ofi_post_result(rail, op, rc, as_fetch ? "fi_fetch_atomic" : "fi_atomic");
 }
 
-int mca_btl_ofi_aop(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
+int mca_btl_ofi_rail_aop(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
                     uint64_t remote_address,
                     struct mca_btl_base_registration_handle_t *remote_handle,
-                    mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
+                    mca_btl_base_atomic_op_t op, uint64_t operand, int flags,
                     mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
-    (void)order;
-    return mca_btl_ofi_atomic((mca_btl_ofi_module_t *)btl, endpoint, NULL, remote_address, NULL,
+    return mca_btl_ofi_atomic(rail, endpoint, NULL, remote_address, NULL,
                               remote_handle, op, operand, flags, cbfunc, cbcontext, cbdata);
 }
 
-int mca_btl_ofi_afop(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
+int mca_btl_ofi_rail_afop(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
                      void *local_address, uint64_t remote_address,
                      struct mca_btl_base_registration_handle_t *local_handle,
                      struct mca_btl_base_registration_handle_t *remote_handle,
-                     mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
+                     mca_btl_base_atomic_op_t op, uint64_t operand, int flags,
                      mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
-    (void)order;
     if (OPAL_UNLIKELY(NULL == local_address)) {
         return OPAL_ERR_BAD_PARAM;
     }
-    return mca_btl_ofi_atomic((mca_btl_ofi_module_t *)btl, endpoint, local_address, remote_address,
+    return mca_btl_ofi_atomic(rail, endpoint, local_address, remote_address,
                               local_handle, remote_handle, op, operand, flags, cbfunc, cbcontext,
                               cbdata);
 }
 
-int mca_btl_ofi_acswap(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
+int mca_btl_ofi_rail_acswap(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
                        void *local_address, uint64_t remote_address,
                        struct mca_btl_base_registration_handle_t *local_handle,
                        struct mca_btl_base_registration_handle_t *remote_handle, uint64_t compare,
-                       uint64_t value, int flags, int order,
+                       uint64_t value, int flags,
                        mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
-    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *)btl;
     const int dt = mca_btl_ofi_dt_index(flags & MCA_BTL_ATOMIC_FLAG_32BIT);
     mca_btl_ofi_target_t target;
     mca_btl_ofi_op_t *op;
     void *desc;
     ssize_t rc;
 
-    (void)order;
     if (OPAL_UNLIKELY(NULL == local_address)) {
         return OPAL_ERR_BAD_PARAM;
     }
-    rc = mca_btl_ofi_atomic_begin(module, endpoint, flags, remote_address, remote_handle,
+    rc = mca_btl_ofi_atomic_begin(rail, endpoint, flags, remote_address, remote_handle,
                                   local_address, local_handle, cbfunc, cbcontext, cbdata, &target,
                                   &op);
     if (OPAL_SUCCESS != rc) {
         return (int)rc;
     }
-    if (module->atomics_as_messages) {
-        return mca_btl_ofi_am_atomic(module, op, MCA_BTL_OFI_AM_CSWAP, MCA_BTL_ATOMIC_SWAP, dt,
+    if (rail->atomics_as_messages) {
+        return mca_btl_ofi_am_atomic(rail, op, MCA_BTL_OFI_AM_CSWAP, MCA_BTL_ATOMIC_SWAP, dt,
                                      value, compare, &target);
     }
-    if (!module->atomics.cswap[dt]) {
-        mca_btl_ofi_op_release(module, op);
+    if (!rail->atomics.cswap[dt]) {
+        mca_btl_ofi_op_release(rail, op);
         return OPAL_ERR_NOT_SUPPORTED;
     }
-    if (OPAL_UNLIKELY(!mca_btl_ofi_op_desc(module, op, local_address, mca_btl_ofi_dt_size(dt),
+    if (OPAL_UNLIKELY(!mca_btl_ofi_op_desc(rail, op, local_address, mca_btl_ofi_dt_size(dt),
                                            &desc))) {
         return OPAL_ERROR;
     }
     op->words->operand = value;
     op->words->compare = compare;
-    rc = fi_compare_atomic(module->ep, &op->words->operand, 1, op->words_desc,
+    rc = fi_compare_atomic(rail->ep, &op->words->operand, 1, op->words_desc,
                            &op->words->compare, op->words_desc, local_address, desc,
                            endpoint->peer_addr, target.addr, target.key,
                            mca_btl_ofi_atomic_dt[dt], FI_CSWAP, &op->fi_ctx);
-    return mca_btl_ofi_post_result(module, op, rc, "fi_compare_atomic");
+    return mca_btl_ofi_post_result(rail, op, rc, "fi_compare_atomic");
 }

@@ -129,39 +129,39 @@ int mca_btl_ofi_coalesce_receive_buffers(void)
     return MCA_BTL_OFI_CO_RECVS;
 }
 
-static void mca_btl_ofi_co_apply(mca_btl_ofi_module_t *module,
+static void mca_btl_ofi_co_apply(mca_btl_ofi_rail_t *rail,
                                  struct mca_btl_base_endpoint_t *origin, const void *buf,
                                  size_t bytes);
-static void mca_btl_ofi_co_acked(mca_btl_ofi_module_t *module,
+static void mca_btl_ofi_co_acked(mca_btl_ofi_rail_t *rail,
                                  struct mca_btl_base_endpoint_t *origin, const void *buf,
                                  size_t bytes);
-static void mca_btl_ofi_co_progress(mca_btl_ofi_module_t *module);
+static void mca_btl_ofi_co_progress(mca_btl_ofi_rail_t *rail);
 
-static const char *mca_btl_ofi_co_unusable(const mca_btl_ofi_module_t *module)
+static const char *mca_btl_ofi_co_unusable(const mca_btl_ofi_rail_t *rail)
 {
-    if (NULL == module->msg) {
+    if (NULL == rail->msg) {
         return "btl-ofi sends no messages on it";
     }
-    if (module->mr_local) {
+    if (rail->mr_local) {
         return "FI_MR_LOCAL (its batches would need registrations)";
     }
     return NULL;
 }
 
-void mca_btl_ofi_coalesce_start(mca_btl_ofi_module_t *module)
+void mca_btl_ofi_coalesce_start(mca_btl_ofi_rail_t *rail)
 {
     struct mca_btl_ofi_coalesce_t *co;
     const char *why;
 
-    if (!module->coalesce) {
+    if (!rail->coalesce) {
         return;
     }
-    module->coalesce = false;
-    why = mca_btl_ofi_co_unusable(module);
+    rail->coalesce = false;
+    why = mca_btl_ofi_co_unusable(rail);
     if (NULL != why) {
         opal_output_verbose(1, mca_btl_ofi_output,
                             MCA_BTL_OFI_LOG "puts are not coalesced on %s: %s",
-                            module->info->fabric_attr->prov_name, why);
+                            rail->info->fabric_attr->prov_name, why);
         return;
     }
     co = calloc(1, sizeof(*co));
@@ -171,16 +171,16 @@ void mca_btl_ofi_coalesce_start(mca_btl_ofi_module_t *module)
     OBJ_CONSTRUCT(&co->lock, opal_mutex_t);
     OBJ_CONSTRUCT(&co->ready, opal_list_t);
     OBJ_CONSTRUCT(&co->dead, opal_list_t);
-    module->co = co;
-    mca_btl_ofi_msg_on(module, MCA_BTL_OFI_MSG_PUTS, mca_btl_ofi_co_apply);
-    mca_btl_ofi_msg_on(module, MCA_BTL_OFI_MSG_PUTS_DONE, mca_btl_ofi_co_acked);
-    module->co_progress = mca_btl_ofi_co_progress;
-    module->coalesce = true;
-    module->coalesce_max = (size_t)mca_btl_ofi_params.put_coalesce_max;
+    rail->co = co;
+    mca_btl_ofi_msg_on(rail, MCA_BTL_OFI_MSG_PUTS, mca_btl_ofi_co_apply);
+    mca_btl_ofi_msg_on(rail, MCA_BTL_OFI_MSG_PUTS_DONE, mca_btl_ofi_co_acked);
+    rail->co_progress = mca_btl_ofi_co_progress;
+    rail->coalesce = true;
+    rail->coalesce_max = (size_t)mca_btl_ofi_params.put_coalesce_max;
     opal_output_verbose(10, mca_btl_ofi_output,
                         MCA_BTL_OFI_LOG "puts of up to %zu bytes to a peer with one in flight "
                                         "are gathered into messages (btl_ofi_put_coalesce=%d)",
-                        module->coalesce_max, mca_btl_ofi_params.put_coalesce);
+                        rail->coalesce_max, mca_btl_ofi_params.put_coalesce);
 }
 
 static void mca_btl_ofi_co_list_free(opal_list_t *list)
@@ -193,16 +193,16 @@ static void mca_btl_ofi_co_list_free(opal_list_t *list)
     OBJ_DESTRUCT(list);
 }
 
-void mca_btl_ofi_coalesce_stop(mca_btl_ofi_module_t *module)
+void mca_btl_ofi_coalesce_stop(mca_btl_ofi_rail_t *rail)
 {
-    struct mca_btl_ofi_coalesce_t *co = module->co;
+    struct mca_btl_ofi_coalesce_t *co = rail->co;
 
     if (NULL == co) {
         return;
     }
-    module->co = NULL;
-    module->co_progress = NULL;
-    module->coalesce = false;
+    rail->co = NULL;
+    rail->co_progress = NULL;
+    rail->coalesce = false;
     /* the endpoint is closed (a failed NIC's: never called again): what is left here will
      * complete no more */
     mca_btl_ofi_co_list_free(&co->ready);
@@ -213,10 +213,10 @@ void mca_btl_ofi_coalesce_stop(mca_btl_ofi_module_t *module)
 
 /* ---- the origin ---------------------------------------------------------- */
 
-static void mca_btl_ofi_co_batch_part(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
+static void mca_btl_ofi_co_batch_part(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op,
                                       int status);
 
-static mca_btl_ofi_batch_t *mca_btl_ofi_co_batch_new(mca_btl_ofi_module_t *module,
+static mca_btl_ofi_batch_t *mca_btl_ofi_co_batch_new(mca_btl_ofi_rail_t *rail,
                                                      struct mca_btl_base_endpoint_t *endpoint)
 {
     mca_btl_ofi_batch_t *batch = OBJ_NEW(mca_btl_ofi_batch_t);
@@ -224,7 +224,7 @@ static mca_btl_ofi_batch_t *mca_btl_ofi_co_batch_new(mca_btl_ofi_module_t *modul
     if (NULL == batch) {
         return NULL;
     }
-    batch->op = mca_btl_ofi_op_alloc(module, mca_btl_ofi_co_batch_part, endpoint, batch, NULL, NULL,
+    batch->op = mca_btl_ofi_op_alloc(rail, mca_btl_ofi_co_batch_part, endpoint, batch, NULL, NULL,
                                      NULL, NULL);
     if (NULL == batch->op) {
         OBJ_RELEASE(batch);
@@ -267,7 +267,7 @@ static void mca_btl_ofi_co_close_batch(mca_btl_ofi_batch_t *batch)
 }
 
 /* Every put of a batch is done: run their callbacks. */
-static void mca_btl_ofi_co_batch_finish(mca_btl_ofi_module_t *module, mca_btl_ofi_batch_t *batch)
+static void mca_btl_ofi_co_batch_finish(mca_btl_ofi_rail_t *rail, mca_btl_ofi_batch_t *batch)
 {
     struct mca_btl_base_endpoint_t *endpoint = batch->endpoint;
 
@@ -280,11 +280,11 @@ static void mca_btl_ofi_co_batch_finish(mca_btl_ofi_module_t *module, mca_btl_of
             status = OPAL_ERROR;
         }
         if (NULL != put->cbfunc) {
-            put->cbfunc(mca_btl_ofi_module_seen(module), endpoint, put->local_address,
+            put->cbfunc(rail->config.hooks.btl, endpoint, put->local_address,
                         put->local_handle, put->cbcontext, put->cbdata, status);
         }
     }
-    mca_btl_ofi_op_release(module, batch->op);
+    mca_btl_ofi_op_release(rail, batch->op);
     batch->op = NULL;
 }
 
@@ -293,7 +293,7 @@ static void mca_btl_ofi_co_batch_finish(mca_btl_ofi_module_t *module, mca_btl_of
  * OPAL_SUCCESS, from mca_btl_ofi_co_acked). A failed send gets no answer: its
  * puts fail now, and the batch is kept until finalize in case one comes anyway.
  */
-static void mca_btl_ofi_co_batch_event(mca_btl_ofi_module_t *module, mca_btl_ofi_batch_t *batch,
+static void mca_btl_ofi_co_batch_event(mca_btl_ofi_rail_t *rail, mca_btl_ofi_batch_t *batch,
                                        int status)
 {
     if (OPAL_SUCCESS != status) {
@@ -301,34 +301,34 @@ static void mca_btl_ofi_co_batch_event(mca_btl_ofi_module_t *module, mca_btl_ofi
         if (atomic_exchange(&batch->pending, 0) <= 0) {
             return;
         }
-        mca_btl_ofi_co_batch_finish(module, batch);
-        OPAL_THREAD_LOCK(&module->co->lock);
-        opal_list_append(&module->co->dead, &batch->super);
-        OPAL_THREAD_UNLOCK(&module->co->lock);
+        mca_btl_ofi_co_batch_finish(rail, batch);
+        OPAL_THREAD_LOCK(&rail->co->lock);
+        opal_list_append(&rail->co->dead, &batch->super);
+        OPAL_THREAD_UNLOCK(&rail->co->lock);
         return;
     }
     if (1 != atomic_fetch_sub(&batch->pending, 1)) {
         return;
     }
-    mca_btl_ofi_co_batch_finish(module, batch);
+    mca_btl_ofi_co_batch_finish(rail, batch);
     OBJ_RELEASE(batch);
 }
 
 /* The completion of a batch's send (its op's handler). */
-static void mca_btl_ofi_co_batch_part(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
+static void mca_btl_ofi_co_batch_part(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op,
                                       int status)
 {
-    mca_btl_ofi_co_batch_event(module, (mca_btl_ofi_batch_t *)op->local_address, status);
+    mca_btl_ofi_co_batch_event(rail, (mca_btl_ofi_batch_t *)op->local_address, status);
 }
 
-static void mca_btl_ofi_co_send(mca_btl_ofi_module_t *module, mca_btl_ofi_batch_t *batch)
+static void mca_btl_ofi_co_send(mca_btl_ofi_rail_t *rail, mca_btl_ofi_batch_t *batch)
 {
     mca_btl_ofi_co_header_t *header = &batch->msg.header;
     ssize_t rc;
 
     header->msg.bytes = (uint32_t)(sizeof(*header) + header->bytes);
     atomic_store(&batch->pending, 2);
-    rc = fi_send(module->ep, header, sizeof(*header) + header->bytes, NULL,
+    rc = fi_send(rail->ep, header, sizeof(*header) + header->bytes, NULL,
                  batch->endpoint->peer_addr, &batch->op->fi_ctx);
     if (OPAL_LIKELY(0 == rc)) {
         mca_btl_ofi_count(MCA_BTL_OFI_CNT_PUT_BATCHES, 1);
@@ -336,15 +336,15 @@ static void mca_btl_ofi_co_send(mca_btl_ofi_module_t *module, mca_btl_ofi_batch_
     }
     if (-FI_EAGAIN == rc) {
         mca_btl_ofi_count(MCA_BTL_OFI_CNT_POST_EAGAIN, 1);
-        OPAL_THREAD_LOCK(&module->co->lock);
-        opal_list_append(&module->co->ready, &batch->super);
-        OPAL_THREAD_UNLOCK(&module->co->lock);
+        OPAL_THREAD_LOCK(&rail->co->lock);
+        opal_list_append(&rail->co->ready, &batch->super);
+        OPAL_THREAD_UNLOCK(&rail->co->lock);
         return;
     }
     opal_output_verbose(1, mca_btl_ofi_output,
                         MCA_BTL_OFI_LOG "fi_send (gathered puts) failed: %s (%zd)",
                         fi_strerror((int)-rc), rc);
-    mca_btl_ofi_co_batch_event(module, batch, OPAL_ERROR);
+    mca_btl_ofi_co_batch_event(rail, batch, OPAL_ERROR);
 }
 
 static void mca_btl_ofi_co_add(mca_btl_ofi_batch_t *batch, const void *data, uint64_t target,
@@ -362,14 +362,14 @@ static void mca_btl_ofi_co_add(mca_btl_ofi_batch_t *batch, const void *data, uin
     batch->puts[header->count++] = *put;
 }
 
-int mca_btl_ofi_coalesce_put(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoint_t *endpoint,
+int mca_btl_ofi_coalesce_put(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
                              void *local_address, uint64_t target, uint64_t key, size_t size,
                              struct mca_btl_base_registration_handle_t *local_handle,
                              mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
                              void *cbdata)
 {
     const mca_btl_ofi_co_put_t put = {cbfunc, cbcontext, cbdata, local_address, local_handle};
-    struct mca_btl_ofi_coalesce_t *co = module->co;
+    struct mca_btl_ofi_coalesce_t *co = rail->co;
     mca_btl_ofi_batch_t *batch, *full = NULL;
 
     OPAL_THREAD_LOCK(&co->lock);
@@ -386,7 +386,7 @@ int mca_btl_ofi_coalesce_put(mca_btl_ofi_module_t *module, struct mca_btl_base_e
         full = batch;
         batch = NULL;
     }
-    if (NULL == batch && NULL != (batch = mca_btl_ofi_co_batch_new(module, endpoint))) {
+    if (NULL == batch && NULL != (batch = mca_btl_ofi_co_batch_new(rail, endpoint))) {
         endpoint->batch = batch;
         opal_list_append(&co->ready, &batch->super);
     }
@@ -396,13 +396,13 @@ int mca_btl_ofi_coalesce_put(mca_btl_ofi_module_t *module, struct mca_btl_base_e
     OPAL_THREAD_UNLOCK(&co->lock);
 
     if (NULL != full) {
-        mca_btl_ofi_co_send(module, full);
+        mca_btl_ofi_co_send(rail, full);
     }
     if (NULL == batch) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_PUTS, 1);
-    if (mca_btl_ofi_node_local(module)) {
+    if (rail->config.count_local) {
         mca_btl_ofi_count(MCA_BTL_OFI_CNT_LOCAL_PUTS, 1);
     }
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_PUT_BYTES, size);
@@ -412,20 +412,20 @@ int mca_btl_ofi_coalesce_put(mca_btl_ofi_module_t *module, struct mca_btl_base_e
 
 /* ---- the target ---------------------------------------------------------- */
 
-/* Under module->reg_lock: where a record's data goes, or NULL if a provider would refuse it. */
-static void *mca_btl_ofi_co_where(mca_btl_ofi_module_t *module,
+/* Under rail->reg_lock: where a record's data goes, or NULL if a provider would refuse it. */
+static void *mca_btl_ofi_co_where(mca_btl_ofi_rail_t *rail,
                                   const mca_btl_ofi_co_record_t *record)
 {
-    mca_btl_ofi_reg_t *reg = mca_btl_ofi_reg_find(module, record->key);
+    mca_btl_ofi_reg_t *reg = mca_btl_ofi_reg_find(rail, record->key);
     uint64_t offset;
 
     if (NULL == reg) {
         return NULL;
     }
-    if (module->virt_addr && record->addr < reg->handle.base) {
+    if (rail->virt_addr && record->addr < reg->handle.base) {
         return NULL;
     }
-    offset = module->virt_addr ? record->addr - reg->handle.base : record->addr;
+    offset = rail->virt_addr ? record->addr - reg->handle.base : record->addr;
     if (record->len > reg->handle.len || offset > reg->handle.len - record->len) {
         return NULL;
     }
@@ -433,7 +433,7 @@ static void *mca_btl_ofi_co_where(mca_btl_ofi_module_t *module,
 }
 
 /* Write a batch's records into this process's registrations and answer it. */
-static void mca_btl_ofi_co_apply(mca_btl_ofi_module_t *module,
+static void mca_btl_ofi_co_apply(mca_btl_ofi_rail_t *rail,
                                  struct mca_btl_base_endpoint_t *origin, const void *buf,
                                  size_t bytes)
 {
@@ -450,7 +450,7 @@ static void mca_btl_ofi_co_apply(mca_btl_ofi_module_t *module,
         return;
     }
     mca_btl_ofi_msg_header_init(&ack.msg, MCA_BTL_OFI_MSG_PUTS_DONE, sizeof(ack));
-    OPAL_THREAD_LOCK(&module->reg_lock);
+    OPAL_THREAD_LOCK(&rail->reg_lock);
     for (uint32_t i = 0; i < count; ++i) {
         mca_btl_ofi_co_record_t record = {0};
         void *where = NULL;
@@ -459,7 +459,7 @@ static void mca_btl_ofi_co_apply(mca_btl_ofi_module_t *module,
             memcpy(&record, msg + at, sizeof(record));
             at += sizeof(record);
             if (record.len <= end - at) {
-                where = mca_btl_ofi_co_where(module, &record);
+                where = mca_btl_ofi_co_where(rail, &record);
             }
         }
         if (NULL == where) {
@@ -472,7 +472,7 @@ static void mca_btl_ofi_co_apply(mca_btl_ofi_module_t *module,
         at += MCA_BTL_OFI_CO_PAD(record.len);
         at = at < end ? at : end;
     }
-    OPAL_THREAD_UNLOCK(&module->reg_lock);
+    OPAL_THREAD_UNLOCK(&rail->reg_lock);
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_PUT_BATCHES_APPLIED, 1);
 
     if (NULL == origin) {
@@ -482,14 +482,14 @@ static void mca_btl_ofi_co_apply(mca_btl_ofi_module_t *module,
                             OPAL_NAME_PRINT(header->msg.origin));
         return;
     }
-    if (OPAL_SUCCESS != mca_btl_ofi_msg_send(module, origin, &ack, sizeof(ack))) {
+    if (OPAL_SUCCESS != mca_btl_ofi_msg_send(rail, origin, &ack, sizeof(ack))) {
         opal_output_verbose(1, mca_btl_ofi_output,
                             MCA_BTL_OFI_LOG "answering gathered puts from %s failed",
                             OPAL_NAME_PRINT(origin->proc->proc_name));
     }
 }
 
-static void mca_btl_ofi_co_acked(mca_btl_ofi_module_t *module,
+static void mca_btl_ofi_co_acked(mca_btl_ofi_rail_t *rail,
                                  struct mca_btl_base_endpoint_t *origin, const void *buf,
                                  size_t bytes)
 {
@@ -503,14 +503,14 @@ static void mca_btl_ofi_co_acked(mca_btl_ofi_module_t *module,
     memcpy(&ack, buf, sizeof(ack));
     batch = (mca_btl_ofi_batch_t *)(uintptr_t)ack.cookie;
     memcpy(batch->refused_bits, ack.refused_bits, sizeof(batch->refused_bits));
-    mca_btl_ofi_co_batch_event(module, batch, OPAL_SUCCESS);
+    mca_btl_ofi_co_batch_event(rail, batch, OPAL_SUCCESS);
 }
 
 /* ---- progress ------------------------------------------------------------ */
 
-static void mca_btl_ofi_co_progress(mca_btl_ofi_module_t *module)
+static void mca_btl_ofi_co_progress(mca_btl_ofi_rail_t *rail)
 {
-    struct mca_btl_ofi_coalesce_t *co = module->co;
+    struct mca_btl_ofi_coalesce_t *co = rail->co;
     opal_list_t send;
     opal_list_item_t *item;
 
@@ -527,7 +527,7 @@ static void mca_btl_ofi_co_progress(mca_btl_ofi_module_t *module)
         }
         OPAL_THREAD_UNLOCK(&co->lock);
         while (NULL != (item = opal_list_remove_first(&send))) {
-            mca_btl_ofi_co_send(module, (mca_btl_ofi_batch_t *)item);
+            mca_btl_ofi_co_send(rail, (mca_btl_ofi_batch_t *)item);
         }
         OBJ_DESTRUCT(&send);
     }

@@ -7,7 +7,7 @@
 #ifndef MCA_BTL_OFI_COALESCE_H
 #define MCA_BTL_OFI_COALESCE_H
 
-#include "btl_ofi_module.h"
+#include "btl_ofi_rail.h"
 
 #include "btl_ofi_mr.h"
 #include "btl_ofi_ops.h"
@@ -26,17 +26,17 @@ int mca_btl_ofi_coalesce_receive_buffers(void);
 
 /**
  * After the message channel started (mca_btl_ofi_msg_start): take the
- * gathered-put messages and hook module->co_progress (it sends gathered
- * puts). No channel, or a mode it cannot serve, leaves module->coalesce false
+ * gathered-put messages and hook rail->co_progress (it sends gathered
+ * puts). No channel, or a mode it cannot serve, leaves rail->coalesce false
  * with a message; Open MPI carries on with plain puts.
  */
-void mca_btl_ofi_coalesce_start(mca_btl_ofi_module_t *module);
+void mca_btl_ofi_coalesce_start(mca_btl_ofi_rail_t *rail);
 
 /** At finalize, after the endpoint is closed: free buffers and batches. */
-void mca_btl_ofi_coalesce_stop(mca_btl_ofi_module_t *module);
+void mca_btl_ofi_coalesce_stop(mca_btl_ofi_rail_t *rail);
 
 /**
- * A put of size <= module->coalesce_max with coalescing on: gather it if its
+ * A put of size <= rail->coalesce_max with coalescing on: gather it if its
  * peer has a put or batch in flight, else leave it to the caller.
  *
  * @param target (IN) the translated remote address, as fi_write takes it
@@ -46,7 +46,7 @@ void mca_btl_ofi_coalesce_stop(mca_btl_ofi_module_t *module);
  *         (releasing the operation counts it down), or the caller counts it
  *         down if it makes no operation; OPAL_ERR_OUT_OF_RESOURCE try again
  */
-int mca_btl_ofi_coalesce_put(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoint_t *endpoint,
+int mca_btl_ofi_coalesce_put(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
                              void *local_address, uint64_t target, uint64_t key, size_t size,
                              struct mca_btl_base_registration_handle_t *local_handle,
                              mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,

@@ -11,16 +11,10 @@
 
 #include "opal/util/argv.h"
 
-#include "btl_ofi_am.h"
-#include "btl_ofi_atomics.h"
-#include "btl_ofi_device.h"
 #include "btl_ofi_discovery.h"
-#include "btl_ofi_endpoint.h"
-#include "btl_ofi_module.h"
-#include "btl_ofi_ops.h"
+#include "btl_ofi_module_setup.h"
 #include "btl_ofi_params.h"
 #include "btl_ofi_pvar.h"
-#include "btl_ofi_rails.h"
 #include "btl_ofi_report.h"
 
 static int mca_btl_ofi_component_register(void);
@@ -104,103 +98,28 @@ static int mca_btl_ofi_component_finalize_module(struct mca_btl_base_module_t *b
 }
 
 /*
- * One provider's module, set up and published in the modex. NULL, with the
- * module finalized (freed), when that failed; *no_cswap says whether it failed
- * only because the endpoint can serve no atomics (no 64-bit compare-and-swap,
- * and no messages for them where casless_as_messages allows them; nothing
+ * A module on one provider's network rail. NULL, with everything undone, when that failed;
+ * *no_cswap says whether it failed only because the endpoint can serve no atomics (no 64-bit
+ * compare-and-swap, and no messages for them where casless_as_messages allows them; nothing
  * recorded then: another provider may serve).
  */
 static mca_btl_ofi_module_t *mca_btl_ofi_module_setup(struct fi_info *info,
-                                                      bool casless_as_messages, bool *no_cswap,
-                                                      mca_btl_ofi_module_t *front, int slot)
+                                                      bool casless_as_messages, bool *no_cswap)
 {
-    mca_btl_ofi_module_t *module = malloc(sizeof(*module));
-    int rc;
+    mca_btl_ofi_module_t *module = mca_btl_ofi_module_new(&mca_btl_ofi_component.super);
 
     *no_cswap = false;
     if (NULL == module) {
         fi_freeinfo(info);
         return NULL;
     }
-    memcpy(module, &mca_btl_ofi_module_template, sizeof(*module));
-    module->super.btl_component = &mca_btl_ofi_component.super;
     module->super.btl_finalize = mca_btl_ofi_component_finalize_module;
-    module->front = front;
-    module->slot = slot;
-    mca_btl_ofi_module_limit_flags(module);
-
-    rc = mca_btl_ofi_device_open(module, info);
-    if (OPAL_SUCCESS == rc) {
-        rc = mca_btl_ofi_am_start(module);
-    }
-    if (OPAL_SUCCESS == rc) {
-        rc = mca_btl_ofi_atomics_probe(module, casless_as_messages);
-        *no_cswap = OPAL_ERR_NOT_SUPPORTED == rc;
-    }
-    if (OPAL_SUCCESS == rc && 1 == slot && module->mr_local) {
-        /* a node-local module is handed the other module's local handles: none of its own */
-        opal_output_verbose(10, mca_btl_ofi_output,
-                            MCA_BTL_OFI_LOG "node-local provider %s not used: it needs local "
-                                            "registrations (FI_MR_LOCAL)",
-                            info->fabric_attr->prov_name);
-        rc = OPAL_ERR_NOT_SUPPORTED;
-    }
-    if (OPAL_SUCCESS == rc) {
-        rc = mca_btl_ofi_modex_send(module);
-    }
-    if (OPAL_SUCCESS != rc) {
-        /* finalize undoes whatever part of the setup happened, and frees the module */
+    if (OPAL_SUCCESS != mca_btl_ofi_module_open_network(module, info, casless_as_messages,
+                                                        no_cswap)) {
         mca_btl_ofi_finalize(&module->super);
         return NULL;
     }
     return module;
-}
-
-/*
- * In a job across nodes, the modules beside module (btl_ofi_rails.c): one on the node-local
- * provider for the peers on this node, and one on each further NIC of module's provider for
- * parts of large puts and gets. Whatever goes wrong there leaves module serving every peer:
- * nothing is declined, the reason goes to verbose output.
- */
-static void mca_btl_ofi_beside_domains(mca_btl_ofi_module_t *module, bool enable_mpi_threads)
-{
-    const char *provider = mca_btl_ofi_rails_wanted(module);
-    const bool stripes = mca_btl_ofi_rails_stripes_wanted(module);
-    mca_btl_ofi_module_t *local = NULL, *nics[MCA_BTL_OFI_STRIPES_MAX - 1];
-    struct fi_info *infos[MCA_BTL_OFI_STRIPES_MAX - 1], *info;
-    int found = 0, nic_count = 0;
-    bool no_cswap;
-
-    if (NULL == provider && !stripes) {
-        return;
-    }
-    mca_btl_ofi_decline_hold(true);
-    if (NULL != provider && opal_process_info.num_local_peers > 0) {
-        info = mca_btl_ofi_discover_local(enable_mpi_threads, provider);
-        if (NULL == info) {
-            opal_output_verbose(10, mca_btl_ofi_output,
-                                MCA_BTL_OFI_LOG "node-local provider %s not found: peers on "
-                                                "this node use %s",
-                                provider, module->info->fabric_attr->prov_name);
-        } else {
-            local = mca_btl_ofi_module_setup(info, false, &no_cswap, module, 1);
-        }
-    }
-    if (stripes) {
-        found = mca_btl_ofi_discover_nics(enable_mpi_threads, module->info, infos,
-                                          MCA_BTL_OFI_STRIPES_MAX - 1);
-    }
-    for (int i = 0; i < found; ++i) {
-        /* slots by the order found, the same on every node of a uniform cluster */
-        mca_btl_ofi_module_t *nic =
-            mca_btl_ofi_module_setup(infos[i], false, &no_cswap, module, 2 + nic_count);
-
-        if (NULL != nic) {
-            nics[nic_count++] = nic;
-        }
-    }
-    mca_btl_ofi_decline_hold(false);
-    mca_btl_ofi_rails_attach(module, local, nics, nic_count, stripes);
 }
 
 /*
@@ -232,7 +151,7 @@ mca_btl_ofi_component_init(int *num_btls, bool enable_progress_threads, bool ena
     while (NULL != (info = mca_btl_ofi_discover(enable_mpi_threads, passed_over))) {
         char *name = strdup(info->fabric_attr->prov_name);
 
-        module = mca_btl_ofi_module_setup(info, false, &no_cswap, NULL, 0);
+        module = mca_btl_ofi_module_setup(info, false, &no_cswap);
         if (NULL != module || !no_cswap || NULL == name) {
             /* done, or declined with its reason recorded (or out of memory) */
             free(name);
@@ -248,7 +167,7 @@ mca_btl_ofi_component_init(int *num_btls, bool enable_progress_threads, bool ena
     if (NULL == module && no_cswap && MCA_BTL_OFI_PATH_NATIVE != mca_btl_ofi_params.atomics_path &&
         NULL != (info = mca_btl_ofi_discover(enable_mpi_threads, NULL))) {
         /* no provider with a compare-and-swap: the best one, its atomics as messages */
-        module = mca_btl_ofi_module_setup(info, true, &no_cswap, NULL, 0);
+        module = mca_btl_ofi_module_setup(info, true, &no_cswap);
     }
     if (NULL == module) {
         if (no_cswap) {
@@ -261,9 +180,9 @@ mca_btl_ofi_component_init(int *num_btls, bool enable_progress_threads, bool ena
         return mca_btl_ofi_reporter(&mca_btl_ofi_component.super, num_btls);
     }
     opal_argv_free(passed_over);
-    mca_btl_ofi_discover_log(module->info, module->atomics_as_messages, module->gets_as_messages);
-    mca_btl_ofi_counter_set(MCA_BTL_OFI_CNT_NICS, 1);
-    mca_btl_ofi_beside_domains(module, enable_mpi_threads);
+    mca_btl_ofi_discover_log(module->network->info, module->network->atomics_as_messages,
+                             module->network->gets_as_messages);
+    mca_btl_ofi_module_add_rails(module, enable_mpi_threads);
 
     modules = malloc(sizeof(*modules));
     if (NULL == modules) {
@@ -276,37 +195,9 @@ mca_btl_ofi_component_init(int *num_btls, bool enable_progress_threads, bool ena
     return modules;
 }
 
-/* Nothing of this module's in flight and no memory a peer may reach (no window): nothing can
- * complete, and no peer can need this process's progress (NOTES.txt 4). Open MPI calls the
- * component's progress on every pass of every program, one-sided or not. */
-static bool mca_btl_ofi_component_idle(mca_btl_ofi_module_t *module)
-{
-    return !mca_btl_ofi_module_busy(module) &&
-           0 == atomic_load_explicit(&module->remote_regs, memory_order_relaxed);
-}
-
 static int mca_btl_ofi_component_progress(void)
 {
     mca_btl_ofi_module_t *module = mca_btl_ofi_component.module;
-    int events;
 
-    if (NULL == module || !module->initialized) {
-        return 0;
-    }
-    if (NULL == module->local && 0 == module->nic_count) {
-        return mca_btl_ofi_component_idle(module) ? 0 : mca_btl_ofi_progress_module(module);
-    }
-    if (NULL != module->local) {
-        events = mca_btl_ofi_progress_with_local(module,
-                                                 !mca_btl_ofi_component_idle(module->local),
-                                                 !mca_btl_ofi_component_idle(module));
-    } else {
-        events = mca_btl_ofi_component_idle(module) ? 0 : mca_btl_ofi_progress_beside(module);
-    }
-    for (int i = 0; i < module->nic_count; ++i) {
-        if (!mca_btl_ofi_component_idle(module->nics[i])) {
-            events += mca_btl_ofi_progress_nic(module->nics[i]);
-        }
-    }
-    return events;
+    return NULL == module ? 0 : mca_btl_ofi_module_progress(module);
 }

@@ -23,9 +23,9 @@
 #include "btl_ofi_report.h"
 #include "btl_ofi_wake.h"
 
-static int mca_btl_ofi_device_error(const mca_btl_ofi_module_t *module, const char *call, int rc)
+static int mca_btl_ofi_device_error(const mca_btl_ofi_rail_t *rail, const char *call, int rc)
 {
-    mca_btl_ofi_decline_fi_call(module->info->fabric_attr->prov_name, call, rc);
+    mca_btl_ofi_decline_fi_call(rail->info->fabric_attr->prov_name, call, rc);
     return OPAL_ERROR;
 }
 
@@ -58,13 +58,13 @@ static bool mca_btl_ofi_local_only(const struct fi_info *info)
  * provider state it apart from max_msg_size (fi_endpoint(3), FI_OPT_MAX_RMA_SIZE,
  * below it for some NICs); -FI_ENOPROTOOPT means max_msg_size is the limit.
  */
-static size_t mca_btl_ofi_max_rma_size(const mca_btl_ofi_module_t *module)
+static size_t mca_btl_ofi_max_rma_size(const mca_btl_ofi_rail_t *rail)
 {
-    size_t limit = module->info->ep_attr->max_msg_size;
+    size_t limit = rail->info->ep_attr->max_msg_size;
 #if defined(HAVE_DECL_FI_OPT_MAX_RMA_SIZE) && HAVE_DECL_FI_OPT_MAX_RMA_SIZE
     size_t rma = 0, len = sizeof(rma);
 
-    if (0 == fi_getopt(&module->ep->fid, FI_OPT_ENDPOINT, FI_OPT_MAX_RMA_SIZE, &rma, &len) &&
+    if (0 == fi_getopt(&rail->ep->fid, FI_OPT_ENDPOINT, FI_OPT_MAX_RMA_SIZE, &rma, &len) &&
         sizeof(rma) == len && 0 != rma && rma < limit) {
         opal_output_verbose(10, mca_btl_ofi_output,
                             MCA_BTL_OFI_LOG "the endpoint takes RMA of up to %zu bytes "
@@ -76,46 +76,40 @@ static size_t mca_btl_ofi_max_rma_size(const mca_btl_ofi_module_t *module)
     return limit;
 }
 
-static void mca_btl_ofi_negotiated(mca_btl_ofi_module_t *module)
+static void mca_btl_ofi_negotiated(mca_btl_ofi_rail_t *rail)
 {
-    const struct fi_info *info = module->info;
+    const struct fi_info *info = rail->info;
     size_t key_size = info->domain_attr->mr_key_size;
     size_t max_rma;
 
-    module->virt_addr = !!(info->domain_attr->mr_mode & FI_MR_VIRT_ADDR);
-    module->prov_key = !!(info->domain_attr->mr_mode & FI_MR_PROV_KEY);
-    module->mr_local = !!(info->domain_attr->mr_mode & FI_MR_LOCAL);
-    module->mr_endpoint = !!(info->domain_attr->mr_mode & FI_MR_ENDPOINT);
-    if (module->mr_local) {
+    rail->virt_addr = !!(info->domain_attr->mr_mode & FI_MR_VIRT_ADDR);
+    rail->prov_key = !!(info->domain_attr->mr_mode & FI_MR_PROV_KEY);
+    rail->mr_local = !!(info->domain_attr->mr_mode & FI_MR_LOCAL);
+    rail->mr_endpoint = !!(info->domain_attr->mr_mode & FI_MR_ENDPOINT);
+    if (rail->mr_local) {
         /* osc/rdma then registers (or copies into a registered fragment) every local buffer */
-        module->super.btl_get_local_registration_threshold = 0;
-        module->super.btl_put_local_registration_threshold = 0;
+        rail->caps.local_reg_threshold = 0;
     }
-    if (NULL == module->front) {
-        /* the domain Open MPI sees, not the node-local one beside it */
-        mca_btl_ofi_counter_set(MCA_BTL_OFI_CNT_MR_MODE, (uint64_t)info->domain_attr->mr_mode);
-        mca_btl_ofi_counter_set(MCA_BTL_OFI_CNT_KEY_SIZE, key_size);
-    }
-    module->delivery_complete = !!(info->tx_attr->op_flags & FI_DELIVERY_COMPLETE);
-    module->prove_remote = !module->delivery_complete &&
+    rail->delivery_complete = !!(info->tx_attr->op_flags & FI_DELIVERY_COMPLETE);
+    rail->prove_remote = !rail->delivery_complete &&
                            MCA_BTL_OFI_COMPLETION_LOCAL != mca_btl_ofi_params.completion;
-    if (!module->delivery_complete && !module->prove_remote) {
+    if (!rail->delivery_complete && !rail->prove_remote) {
         /* the debug completion mode "local": callbacks prove nothing remote */
-        module->super.btl_flags &= ~MCA_BTL_OFI_FLAG_REMOTE_COMPLETION;
+        rail->caps.flags &= ~MCA_BTL_OFI_FLAG_REMOTE_COMPLETION;
     }
-    module->local_only = mca_btl_ofi_local_only(info);
+    rail->local_only = mca_btl_ofi_local_only(info);
     /* BTL-chosen keys must fit the provider's key size; key 0 is never handed out. */
-    module->key_mask =
+    rail->key_mask =
         (0 == key_size || key_size >= 8) ? UINT64_MAX : ((UINT64_C(1) << (8 * key_size)) - 1);
-    atomic_store(&module->next_key, 1);
+    atomic_store(&rail->next_key, 1);
 
     /* What the provider can move in one operation bounds what we advertise. */
-    max_rma = mca_btl_ofi_max_rma_size(module);
-    if (module->super.btl_put_limit > max_rma) {
-        module->super.btl_put_limit = max_rma;
+    max_rma = mca_btl_ofi_max_rma_size(rail);
+    if (rail->caps.put_limit > max_rma) {
+        rail->caps.put_limit = max_rma;
     }
-    if (module->super.btl_get_limit > max_rma) {
-        module->super.btl_get_limit = max_rma;
+    if (rail->caps.get_limit > max_rma) {
+        rail->caps.get_limit = max_rma;
     }
 }
 
@@ -132,9 +126,9 @@ static void mca_btl_ofi_negotiated(mca_btl_ofi_module_t *module)
  */
 #define MCA_BTL_OFI_SHM_PREFIX "fi_shm://"
 
-static void mca_btl_ofi_name_shm(mca_btl_ofi_module_t *module)
+static void mca_btl_ofi_name_shm(mca_btl_ofi_rail_t *rail)
 {
-    struct fi_info *info = module->info;
+    struct fi_info *info = rail->info;
     char name[64], own[32];
     struct timespec now;
     char *copy;
@@ -160,24 +154,24 @@ static void mca_btl_ofi_name_shm(mca_btl_ofi_module_t *module)
                         copy);
 }
 
-/* module's CQ, opened with cq_attr (its size set here). Room for the completions of four
+/* rail's CQ, opened with cq_attr (its size set here). Room for the completions of four
  * transmit queues and a receive queue (fi_cq(3): a CQ that overruns loses completions): new
  * operations may fill two transmit queues while completions wait to be read, and what they
  * post on their own two more (mca_btl_ofi_op_room). A NIC whose CQs cannot be that large:
  * two and one transmit queues, then its own size (0, which bounds nothing here).
  * @return 0, or fi_cq_open's error at the last size tried */
-static int mca_btl_ofi_cq_open(mca_btl_ofi_module_t *module, struct fi_cq_attr *cq_attr)
+static int mca_btl_ofi_cq_open(mca_btl_ofi_rail_t *rail, struct fi_cq_attr *cq_attr)
 {
-    const size_t tx = module->info->tx_attr->size, rx = module->info->rx_attr->size;
+    const size_t tx = rail->info->tx_attr->size, rx = rail->info->rx_attr->size;
     int rc;
 
     cq_attr->size = tx && rx ? 4 * tx + rx : 0;
     for (size_t queues = 4;; queues /= 2) {
-        rc = fi_cq_open(module->domain, cq_attr, &module->cq, NULL);
+        rc = fi_cq_open(rail->domain, cq_attr, &rail->cq, NULL);
         if (0 == rc) {
             return 0;
         }
-        module->cq = NULL;
+        rail->cq = NULL;
         if (0 == cq_attr->size) {
             return rc;
         }
@@ -187,173 +181,77 @@ static int mca_btl_ofi_cq_open(mca_btl_ofi_module_t *module, struct fi_cq_attr *
     }
 }
 
-static int mca_btl_ofi_open_fids(mca_btl_ofi_module_t *module)
+static int mca_btl_ofi_open_fids(mca_btl_ofi_rail_t *rail)
 {
     struct fi_av_attr av_attr = {
-        .type = (FI_AV_UNSPEC == module->info->domain_attr->av_type)
+        .type = (FI_AV_UNSPEC == rail->info->domain_attr->av_type)
                     ? FI_AV_TABLE
-                    : module->info->domain_attr->av_type,
+                    : rail->info->domain_attr->av_type,
     };
     struct fi_cq_attr cq_attr = {
         .format = FI_CQ_FORMAT_CONTEXT,
         /* a descriptor to poll through io_uring (btl_ofi_wake.h), where wanted and offered */
-        .wait_obj = mca_btl_ofi_wake_wanted(module) ? FI_WAIT_FD : FI_WAIT_NONE,
+        .wait_obj = mca_btl_ofi_wake_wanted(rail) ? FI_WAIT_FD : FI_WAIT_NONE,
     };
     int rc;
 
-    if (0 != (rc = fi_fabric(module->info->fabric_attr, &module->fabric, NULL))) {
-        return mca_btl_ofi_device_error(module, "fi_fabric", rc);
+    if (0 != (rc = fi_fabric(rail->info->fabric_attr, &rail->fabric, NULL))) {
+        return mca_btl_ofi_device_error(rail, "fi_fabric", rc);
     }
-    if (0 != (rc = fi_domain(module->fabric, module->info, &module->domain, NULL))) {
-        return mca_btl_ofi_device_error(module, "fi_domain", rc);
+    if (0 != (rc = fi_domain(rail->fabric, rail->info, &rail->domain, NULL))) {
+        return mca_btl_ofi_device_error(rail, "fi_domain", rc);
     }
-    if (0 != (rc = fi_av_open(module->domain, &av_attr, &module->av, NULL))) {
-        return mca_btl_ofi_device_error(module, "fi_av_open", rc);
+    if (0 != (rc = fi_av_open(rail->domain, &av_attr, &rail->av, NULL))) {
+        return mca_btl_ofi_device_error(rail, "fi_av_open", rc);
     }
-    rc = mca_btl_ofi_cq_open(module, &cq_attr);
+    rc = mca_btl_ofi_cq_open(rail, &cq_attr);
     if (0 != rc && FI_WAIT_FD == cq_attr.wait_obj) {
         opal_output_verbose(10, mca_btl_ofi_output,
                             MCA_BTL_OFI_LOG "%s: no CQ with a wait descriptor (FI_WAIT_FD): "
                                             "read at the pace alone",
-                            module->info->domain_attr->name);
+                            rail->info->domain_attr->name);
         cq_attr.wait_obj = FI_WAIT_NONE;
-        rc = mca_btl_ofi_cq_open(module, &cq_attr);
+        rc = mca_btl_ofi_cq_open(rail, &cq_attr);
     }
     if (0 != rc) {
-        return mca_btl_ofi_device_error(module, "fi_cq_open", rc);
+        return mca_btl_ofi_device_error(rail, "fi_cq_open", rc);
     }
-    module->cq_size = cq_attr.size;
+    rail->cq_size = cq_attr.size;
     if (FI_WAIT_FD == cq_attr.wait_obj) {
-        mca_btl_ofi_wake_attach(module);
+        mca_btl_ofi_wake_attach(rail);
     }
-    mca_btl_ofi_name_shm(module);
-    if (0 != (rc = fi_endpoint(module->domain, module->info, &module->ep, NULL))) {
-        return mca_btl_ofi_device_error(module, "fi_endpoint", rc);
+    mca_btl_ofi_name_shm(rail);
+    if (0 != (rc = fi_endpoint(rail->domain, rail->info, &rail->ep, NULL))) {
+        return mca_btl_ofi_device_error(rail, "fi_endpoint", rc);
     }
-    if (0 != (rc = fi_ep_bind(module->ep, &module->av->fid, 0))) {
-        return mca_btl_ofi_device_error(module, "fi_ep_bind(av)", rc);
+    if (0 != (rc = fi_ep_bind(rail->ep, &rail->av->fid, 0))) {
+        return mca_btl_ofi_device_error(rail, "fi_ep_bind(av)", rc);
     }
-    if (0 != (rc = fi_ep_bind(module->ep, &module->cq->fid, FI_TRANSMIT | FI_RECV))) {
-        return mca_btl_ofi_device_error(module, "fi_ep_bind(cq)", rc);
+    if (0 != (rc = fi_ep_bind(rail->ep, &rail->cq->fid, FI_TRANSMIT | FI_RECV))) {
+        return mca_btl_ofi_device_error(rail, "fi_ep_bind(cq)", rc);
     }
-    if (0 != (rc = fi_enable(module->ep))) {
-        return mca_btl_ofi_device_error(module, "fi_enable", rc);
+    if (0 != (rc = fi_enable(rail->ep))) {
+        return mca_btl_ofi_device_error(rail, "fi_enable", rc);
     }
     return OPAL_SUCCESS;
 }
 
-static void mca_btl_ofi_lists_construct(mca_btl_ofi_module_t *module)
-{
-    OBJ_CONSTRUCT(&module->ops, opal_free_list_t);
-    OBJ_CONSTRUCT(&module->endpoint_lock, opal_mutex_t);
-    OBJ_CONSTRUCT(&module->endpoints, opal_hash_table_t);
-    OBJ_CONSTRUCT(&module->reg_lock, opal_mutex_t);
-    OBJ_CONSTRUCT(&module->live_regs, opal_list_t);
-    OBJ_CONSTRUCT(&module->regs_by_key, opal_hash_table_t);
-    OBJ_CONSTRUCT(&module->word_slabs, opal_list_t);
-    OBJ_CONSTRUCT(&module->deferred_lock, opal_mutex_t);
-    OBJ_CONSTRUCT(&module->deferred, opal_list_t);
-    atomic_store(&module->outstanding, 0);
-    atomic_store(&module->reaped, 0);
-    atomic_store(&module->remote_regs, 0);
-    mca_btl_ofi_fault_construct(module);
-}
-
-/* After negotiation: under FI_MR_LOCAL the operations' words come from registered slabs. */
-static int mca_btl_ofi_lists_init(mca_btl_ofi_module_t *module)
-{
-    if (OPAL_SUCCESS != opal_hash_table_init(&module->endpoints, 64) ||
-        OPAL_SUCCESS != opal_hash_table_init(&module->regs_by_key, 64)) {
-        return OPAL_ERR_OUT_OF_RESOURCE;
-    }
-    return opal_free_list_init(&module->ops, sizeof(mca_btl_ofi_op_t), opal_cache_line_size,
-                               OBJ_CLASS(mca_btl_ofi_op_t), 0, 0, 64,
-                               mca_btl_ofi_params.op_free_list_max, 64, NULL, 0, NULL,
-                               mca_btl_ofi_op_words_init, module);
-}
-
-int mca_btl_ofi_device_open(mca_btl_ofi_module_t *module, struct fi_info *info)
+int mca_btl_ofi_device_open(mca_btl_ofi_rail_t *rail, struct fi_info *info)
 {
     int rc;
 
-    bool messages;
-    int receives;
-
-    module->msg = NULL;
-    module->msg_progress = NULL;
-    module->locate = NULL;
-    atomic_store(&module->locating, 0);
-    module->co = NULL;
-    module->co_progress = NULL;
-    /* messages want FI_MSG as well: it may replace info */
-    messages = mca_btl_ofi_msg_prepare(&info);
-    module->coalesce = messages && mca_btl_ofi_coalesce_wanted(info);
-    module->info = info;
-    module->fabric = NULL;
-    module->domain = NULL;
-    module->av = NULL;
-    module->cq = NULL;
-    module->ep = NULL;
-    module->proof_reg = NULL;
-    module->rcache = NULL;
-    module->cq_size = 0;
-    module->op_limit = 0;
-
-    mca_btl_ofi_lists_construct(module);
-    rc = mca_btl_ofi_open_fids(module);
-    if (OPAL_SUCCESS != rc) {
-        return rc;
+    rail->info = info;
+    rail->fabric = NULL;
+    rail->domain = NULL;
+    rail->av = NULL;
+    rail->cq = NULL;
+    rail->ep = NULL;
+    rail->cq_size = 0;
+    rc = mca_btl_ofi_open_fids(rail);
+    if (OPAL_SUCCESS == rc) {
+        mca_btl_ofi_negotiated(rail);
     }
-    mca_btl_ofi_negotiated(module);
-    mca_btl_ofi_fault_init(module);
-    rc = mca_btl_ofi_lists_init(module);
-    if (OPAL_SUCCESS != rc) {
-        return rc;
-    }
-    module->initialized = true;
-    mca_btl_ofi_rcache_init(module);
-    if (module->mr_local && mca_btl_ofi_rcache_on(module)) {
-        /* With the cache, local buffers come to btl-ofi bare and it registers them by the
-         * page, cached (btl_ofi_rcache.c). Otherwise osc/rdma would register a fragment per
-         * window and keep it: at a NIC's registration limit those are what runs out, and
-         * osc/rdma retries a refused one for ever (NOTES.txt 3d). */
-        module->super.btl_get_local_registration_threshold = SIZE_MAX;
-        module->super.btl_put_local_registration_threshold = SIZE_MAX;
-    }
-
-    /* The word that proof reads target; every peer may read it. */
-    module->proof_word = 0;
-    module->proof_reg =
-        mca_btl_ofi_reg_create(module, &module->proof_word, sizeof(module->proof_word));
-    if (NULL == module->proof_reg) {
-        return OPAL_ERROR;
-    }
-    receives = !messages         ? 0
-               : module->coalesce ? mca_btl_ofi_coalesce_receive_buffers()
-                                  : MCA_BTL_OFI_MSG_BUFFERS;
-    if (0 != module->info->rx_attr->size && (size_t)receives > module->info->rx_attr->size) {
-        receives = (int)module->info->rx_attr->size; /* no more than the receive queue holds */
-    }
-    if (messages) {
-        mca_btl_ofi_msg_start(module,
-                              module->coalesce ? mca_btl_ofi_coalesce_message_size()
-                                               : MCA_BTL_OFI_MSG_SMALL,
-                              receives);
-    }
-    /* A CQ that overruns loses completions (fi_cq(3)); the provider fills it as operations
-     * complete, whether or not progress has read it yet, so what may be in flight is bounded
-     * by what it holds beside a completion for every posted receive (mca_btl_ofi_op_room). */
-    if (0 == module->cq_size) {
-        module->op_limit = 0;
-    } else {
-        /* half for new operations, half for what they and peers' requests post */
-        module->op_limit = module->cq_size > (size_t)receives + 2
-                               ? (int_fast64_t)((module->cq_size - (size_t)receives) / 2)
-                               : 1;
-    }
-    mca_btl_ofi_coalesce_start(module);
-    mca_btl_ofi_locate_start(module);
-    return OPAL_SUCCESS;
+    return rc;
 }
 
 static void mca_btl_ofi_close_fid(struct fid **fid, const char *what)
@@ -371,35 +269,35 @@ static void mca_btl_ofi_close_fid(struct fid **fid, const char *what)
     *fid = NULL;
 }
 
-void mca_btl_ofi_device_close_ep(mca_btl_ofi_module_t *module)
+void mca_btl_ofi_device_close_ep(mca_btl_ofi_rail_t *rail)
 {
-    mca_btl_ofi_close_fid((struct fid **)&module->ep, "endpoint");
+    mca_btl_ofi_close_fid((struct fid **)&rail->ep, "endpoint");
 }
 
-void mca_btl_ofi_device_close(mca_btl_ofi_module_t *module)
+void mca_btl_ofi_device_close(mca_btl_ofi_rail_t *rail)
 {
-    mca_btl_ofi_wake_detach(module);
-    if (module->quarantined) {
+    mca_btl_ofi_wake_detach(rail);
+    if (rail->quarantined) {
         /* a failed NIC's provider, never called again (btl_ofi_fault.h): closing its
          * endpoint could crash in the provider, and the rest is bound to it */
         opal_output_verbose(10, mca_btl_ofi_output,
                             MCA_BTL_OFI_LOG "%s: the failed NIC's endpoint and domain are "
                                             "left open",
-                            module->info->domain_attr->name);
-        module->ep = NULL;
-        module->cq = NULL;
-        module->av = NULL;
-        module->domain = NULL;
-        module->fabric = NULL;
-        fi_freeinfo(module->info);
-        module->info = NULL;
+                            rail->info->domain_attr->name);
+        rail->ep = NULL;
+        rail->cq = NULL;
+        rail->av = NULL;
+        rail->domain = NULL;
+        rail->fabric = NULL;
+        fi_freeinfo(rail->info);
+        rail->info = NULL;
         return;
     }
-    mca_btl_ofi_close_fid((struct fid **)&module->ep, "endpoint");
-    mca_btl_ofi_close_fid((struct fid **)&module->cq, "completion queue");
-    mca_btl_ofi_close_fid((struct fid **)&module->av, "address vector");
-    mca_btl_ofi_close_fid((struct fid **)&module->domain, "domain");
-    mca_btl_ofi_close_fid((struct fid **)&module->fabric, "fabric");
-    fi_freeinfo(module->info);
-    module->info = NULL;
+    mca_btl_ofi_close_fid((struct fid **)&rail->ep, "endpoint");
+    mca_btl_ofi_close_fid((struct fid **)&rail->cq, "completion queue");
+    mca_btl_ofi_close_fid((struct fid **)&rail->av, "address vector");
+    mca_btl_ofi_close_fid((struct fid **)&rail->domain, "domain");
+    mca_btl_ofi_close_fid((struct fid **)&rail->fabric, "fabric");
+    fi_freeinfo(rail->info);
+    rail->info = NULL;
 }

@@ -6,7 +6,7 @@
 #ifndef MCA_BTL_OFI_ENDPOINT_H
 #define MCA_BTL_OFI_ENDPOINT_H
 
-#include "btl_ofi_module.h"
+#include "btl_ofi_rail.h"
 
 #include "opal/class/opal_object.h"
 #include "opal/util/proc.h"
@@ -15,17 +15,17 @@
 
 BEGIN_C_DECLS
 
-/** One peer as seen by this BTL. Endpoints live until the module finalizes. */
+/** One peer as seen by this BTL. Endpoints live until their rail closes. */
 struct mca_btl_base_endpoint_t {
     opal_object_t super;
     struct opal_proc_t *proc;
-    /** the module whose domain reaches this peer: the one Open MPI sees, or its
-     *  node-local one (module->local) */
-    mca_btl_ofi_module_t *module;
-    /** a peer on this node reached through the node-local domain whose atomics travel on
-     *  the network one (!local_atomics): its endpoint there; else NULL */
+    /** the rail that reaches this peer (the module routes each operation to the rail its
+     *  endpoint names: btl_ofi_route.c) */
+    mca_btl_ofi_rail_t *rail;
+    /** a peer on this node reached through the node-local rail whose atomics travel on the
+     *  network rail (the module's local_atomics is false): its endpoint there; else NULL */
     struct mca_btl_base_endpoint_t *twin;
-    /** a peer on another node: its endpoints on the further NICs (module->nics), in order;
+    /** a peer on another node: its endpoints on the module's further NICs, in order;
      *  stripes of them (set once, by the add_procs that made this endpoint) */
     struct mca_btl_base_endpoint_t *stripe[MCA_BTL_OFI_STRIPES_MAX - 1];
     int stripes;
@@ -47,35 +47,35 @@ OBJ_CLASS_DECLARATION(mca_btl_base_endpoint_t);
 /**
  * Publish this process's libfabric address, provider name and proof-word handle.
  *
- * @param module (IN) the opened module
+ * @param rail (IN) the opened rail
  * @retval OPAL_SUCCESS, or an OPAL error after mca_btl_ofi_decline
  */
-int mca_btl_ofi_modex_send(mca_btl_ofi_module_t *module);
+int mca_btl_ofi_modex_send(mca_btl_ofi_rail_t *rail);
 /**
- * Create (or find) the endpoint of each process and mark the reachable ones.
- * A node-local provider reaches only processes on this node; a peer that
- * published another provider is unreachable.
+ * The endpoint of a process on rail, made from its modex data the first time.
  *
- * @param procs     (IN)  processes, possibly including this one
- * @param peers     (OUT) endpoint per process, NULL when unreachable
- * @param reachable (OUT) bit i set when procs[i] is reachable (may be NULL)
- * @retval OPAL_SUCCESS
+ * @retval the endpoint, or NULL when the peer published no address there, uses another
+ *         provider, or its address cannot be inserted
  */
-int mca_btl_ofi_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
-                          struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers,
-                          struct opal_bitmap_t *reachable);
-int mca_btl_ofi_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
-                          struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers);
+mca_btl_base_endpoint_t *mca_btl_ofi_endpoint_get(mca_btl_ofi_rail_t *rail,
+                                                  struct opal_proc_t *proc);
+/**
+ * Whether MPI's two-sided traffic has no BTL to proc under pml ob1, so that btl-ofi must
+ * leave it unreachable (said once per process, with the BTL list; NOTES.txt section 10).
+ *
+ * @param on_node (IN) proc runs on this node
+ */
+bool mca_btl_ofi_peer_unsent(const struct opal_proc_t *proc, bool on_node);
 /**
  * The endpoint of the process with this name, made from its modex data if
  * add_procs has not seen it yet.
  *
  * @retval the endpoint, or NULL when the process is unknown or unreachable
  */
-mca_btl_base_endpoint_t *mca_btl_ofi_endpoint_by_name(mca_btl_ofi_module_t *module,
+mca_btl_base_endpoint_t *mca_btl_ofi_endpoint_by_name(mca_btl_ofi_rail_t *rail,
                                                       const opal_process_name_t *name);
 /** Release every endpoint (at finalize). */
-void mca_btl_ofi_endpoints_release(mca_btl_ofi_module_t *module);
+void mca_btl_ofi_endpoints_release(mca_btl_ofi_rail_t *rail);
 
 END_C_DECLS
 

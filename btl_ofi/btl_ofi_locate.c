@@ -72,7 +72,7 @@ typedef struct mca_btl_ofi_located_msg_t {
 
 /* ---- the peer: answer ---------------------------------------------------- */
 
-static void mca_btl_ofi_locate_answer(mca_btl_ofi_module_t *module,
+static void mca_btl_ofi_locate_answer(mca_btl_ofi_rail_t *rail,
                                       struct mca_btl_base_endpoint_t *origin, const void *buf,
                                       size_t bytes)
 {
@@ -89,19 +89,19 @@ static void mca_btl_ofi_locate_answer(mca_btl_ofi_module_t *module,
     memcpy(&question, buf, sizeof(question));
     mca_btl_ofi_msg_header_init(&answer.header, MCA_BTL_OFI_MSG_LOCATED, sizeof(answer));
     answer.serial = question.serial;
-    answer.found = mca_btl_ofi_reg_covering(module, question.address, question.size,
+    answer.found = mca_btl_ofi_reg_covering(rail, question.address, question.size,
                                             &answer.handle);
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_LOCATE_ANSWERS, 1);
-    (void)mca_btl_ofi_msg_send(module, origin, &answer, sizeof(answer));
+    (void)mca_btl_ofi_msg_send(rail, origin, &answer, sizeof(answer));
 }
 
 /* ---- the origin: ask, and take the answer -------------------------------- */
 
-static void mca_btl_ofi_locate_taken(mca_btl_ofi_module_t *module,
+static void mca_btl_ofi_locate_taken(mca_btl_ofi_rail_t *rail,
                                      struct mca_btl_base_endpoint_t *origin, const void *buf,
                                      size_t bytes)
 {
-    struct mca_btl_ofi_locate_t *locate = module->locate;
+    struct mca_btl_ofi_locate_t *locate = rail->locate;
     mca_btl_ofi_located_msg_t answer;
 
     (void)origin;
@@ -122,25 +122,25 @@ static void mca_btl_ofi_locate_taken(mca_btl_ofi_module_t *module,
     OPAL_THREAD_UNLOCK(&locate->lock);
 }
 
-void mca_btl_ofi_locate_start(mca_btl_ofi_module_t *module)
+void mca_btl_ofi_locate_start(mca_btl_ofi_rail_t *rail)
 {
     struct mca_btl_ofi_locate_t *locate;
 
-    if (NULL == module->msg || NULL == (locate = calloc(1, sizeof(*locate)))) {
+    if (NULL == rail->msg || NULL == (locate = calloc(1, sizeof(*locate)))) {
         return;
     }
     OBJ_CONSTRUCT(&locate->lock, opal_mutex_t);
-    module->locate = locate;
-    mca_btl_ofi_msg_on(module, MCA_BTL_OFI_MSG_LOCATE, mca_btl_ofi_locate_answer);
-    mca_btl_ofi_msg_on(module, MCA_BTL_OFI_MSG_LOCATED, mca_btl_ofi_locate_taken);
+    rail->locate = locate;
+    mca_btl_ofi_msg_on(rail, MCA_BTL_OFI_MSG_LOCATE, mca_btl_ofi_locate_answer);
+    mca_btl_ofi_msg_on(rail, MCA_BTL_OFI_MSG_LOCATED, mca_btl_ofi_locate_taken);
 }
 
-void mca_btl_ofi_locate_stop(mca_btl_ofi_module_t *module)
+void mca_btl_ofi_locate_stop(mca_btl_ofi_rail_t *rail)
 {
-    if (NULL != module->locate) {
-        OBJ_DESTRUCT(&module->locate->lock);
-        free(module->locate);
-        module->locate = NULL;
+    if (NULL != rail->locate) {
+        OBJ_DESTRUCT(&rail->locate->lock);
+        free(rail->locate);
+        rail->locate = NULL;
     }
 }
 
@@ -190,7 +190,7 @@ static int mca_btl_ofi_locate_refuse(struct mca_btl_base_endpoint_t *endpoint, u
     return OPAL_ERR_BAD_PARAM;
 }
 
-int mca_btl_ofi_locate_own(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoint_t *endpoint,
+int mca_btl_ofi_locate_own(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
                            uint64_t address, size_t size, mca_btl_ofi_target_t *target)
 {
     mca_btl_base_registration_handle_t handle;
@@ -198,76 +198,61 @@ int mca_btl_ofi_locate_own(mca_btl_ofi_module_t *module, struct mca_btl_base_end
     if (0 != opal_compare_proc(endpoint->proc->proc_name, opal_proc_local_get()->proc_name)) {
         return mca_btl_ofi_locate_refuse(endpoint, address, size, "no registration handle");
     }
-    if (!mca_btl_ofi_reg_own(module, address, size, &handle)) {
+    if (!mca_btl_ofi_reg_own(rail, address, size, &handle)) {
         return mca_btl_ofi_locate_refuse(endpoint, address, size,
                                          "no registration handle, and no registration of this "
                                          "process's private memory covers it");
     }
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_SELF_SERVED, 1);
-    mca_btl_ofi_target_in(module, &handle, address, target);
+    mca_btl_ofi_target_in(rail, &handle, address, target);
     return OPAL_SUCCESS;
 }
 
 /* Send the question of a slot just taken (under no lock). */
-static int mca_btl_ofi_locate_ask(mca_btl_ofi_module_t *module,
+static int mca_btl_ofi_locate_ask(mca_btl_ofi_rail_t *rail,
                                   struct mca_btl_base_endpoint_t *endpoint, uint64_t address,
                                   size_t size, uint64_t serial)
 {
     mca_btl_ofi_locate_msg_t question = {.serial = serial, .address = address, .size = size};
 
     mca_btl_ofi_msg_header_init(&question.header, MCA_BTL_OFI_MSG_LOCATE, sizeof(question));
-    return mca_btl_ofi_msg_send(module, endpoint, &question, sizeof(question));
+    return mca_btl_ofi_msg_send(rail, endpoint, &question, sizeof(question));
 }
 
-int mca_btl_ofi_locate(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoint_t *endpoint,
-                       const struct mca_btl_base_registration_handle_t *handle,
-                       uint64_t address, size_t size, mca_btl_ofi_target_t *target)
+/* An answered question taken (under the lock, released here): its answer for this access. */
+static int mca_btl_ofi_locate_answered(mca_btl_ofi_rail_t *rail,
+                                       struct mca_btl_base_endpoint_t *endpoint,
+                                       mca_btl_ofi_locate_slot_t *slot, uint64_t address,
+                                       size_t size, mca_btl_ofi_target_t *target)
 {
-    struct mca_btl_ofi_locate_t *locate = module->locate;
-    mca_btl_ofi_locate_slot_t *slot, answered;
+    const mca_btl_ofi_locate_slot_t answered = *slot;
+
+    slot->state = MCA_BTL_OFI_LOCATE_FREE; /* one answer, one retry */
+    atomic_fetch_sub(&rail->locating, 1);
+    OPAL_THREAD_UNLOCK(&rail->locate->lock);
+    if (MCA_BTL_OFI_LOCATE_ABSENT == answered.state ||
+        !mca_btl_ofi_handle_covers(&answered.handle, address, size)) {
+        return mca_btl_ofi_locate_refuse(endpoint, address, size,
+                                         "no registration of the peer covers it");
+    }
+    mca_btl_ofi_count(MCA_BTL_OFI_CNT_HANDLES_LOCATED, 1);
+    mca_btl_ofi_target_in(rail, &answered.handle, address, target);
+    return OPAL_SUCCESS;
+}
+
+/* A new question in a free slot (under the lock, released here), sent; OUT_OF_RESOURCE until
+ * its answer comes, or the refusal where asking failed. */
+static int mca_btl_ofi_locate_question(mca_btl_ofi_rail_t *rail,
+                                       struct mca_btl_base_endpoint_t *endpoint,
+                                       mca_btl_ofi_locate_slot_t *slot, uint64_t address,
+                                       size_t size)
+{
+    struct mca_btl_ofi_locate_t *locate = rail->locate;
     uint64_t serial;
     int rc;
 
-    if (NULL == locate) {
-        if (NULL != handle) {
-            mca_btl_ofi_target_in(module, handle, address, target);
-            return OPAL_SUCCESS;
-        }
-        return mca_btl_ofi_locate_refuse(endpoint, address, size,
-                                         "its registration handle does not cover it, and the "
-                                         "peer cannot be asked (no messages on this provider)");
-    }
-    OPAL_THREAD_LOCK(&locate->lock);
-    slot = mca_btl_ofi_locate_find(locate, endpoint, address, size);
-    if (NULL != slot && MCA_BTL_OFI_LOCATE_ASKING != slot->state) {
-        answered = *slot;
-        slot->state = MCA_BTL_OFI_LOCATE_FREE; /* one answer, one retry */
-        atomic_fetch_sub(&module->locating, 1);
-        OPAL_THREAD_UNLOCK(&locate->lock);
-        if (MCA_BTL_OFI_LOCATE_ABSENT == answered.state ||
-            !mca_btl_ofi_handle_covers(&answered.handle, address, size)) {
-            return mca_btl_ofi_locate_refuse(endpoint, address, size,
-                                             "no registration of the peer covers it");
-        }
-        mca_btl_ofi_count(MCA_BTL_OFI_CNT_HANDLES_LOCATED, 1);
-        mca_btl_ofi_target_in(module, &answered.handle, address, target);
-        return OPAL_SUCCESS;
-    }
-    if (NULL != slot) {
-        OPAL_THREAD_UNLOCK(&locate->lock);
-        return OPAL_ERR_OUT_OF_RESOURCE; /* asked already, no answer yet */
-    }
-    if (NULL != handle) {
-        OPAL_THREAD_UNLOCK(&locate->lock); /* nothing asked about this one, and it covers */
-        mca_btl_ofi_target_in(module, handle, address, target);
-        return OPAL_SUCCESS;
-    }
-    if (NULL == (slot = mca_btl_ofi_locate_slot(locate))) {
-        OPAL_THREAD_UNLOCK(&locate->lock);
-        return OPAL_ERR_OUT_OF_RESOURCE; /* every slot is waiting for an answer */
-    }
     if (MCA_BTL_OFI_LOCATE_FREE == slot->state) {
-        atomic_fetch_add(&module->locating, 1);
+        atomic_fetch_add(&rail->locating, 1);
     }
     serial = ++locate->serial;
     *slot = (mca_btl_ofi_locate_slot_t){.state = MCA_BTL_OFI_LOCATE_ASKING,
@@ -282,18 +267,55 @@ int mca_btl_ofi_locate(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoin
                         MCA_BTL_OFI_LOG "the handle of an access of %zu bytes at %#" PRIx64
                                         " of %s does not cover it: asking the peer",
                         size, address, OPAL_NAME_PRINT(endpoint->proc->proc_name));
-    rc = mca_btl_ofi_locate_ask(module, endpoint, address, size, serial);
-    if (OPAL_SUCCESS != rc) {
-        OPAL_THREAD_LOCK(&locate->lock);
-        if (slot->serial == serial) {
-            slot->state = MCA_BTL_OFI_LOCATE_FREE;
-            atomic_fetch_sub(&module->locating, 1);
-        }
-        OPAL_THREAD_UNLOCK(&locate->lock);
-        return OPAL_ERR_OUT_OF_RESOURCE == rc
-                   ? rc
-                   : mca_btl_ofi_locate_refuse(endpoint, address, size,
-                                               "asking the peer for its registration failed");
+    rc = mca_btl_ofi_locate_ask(rail, endpoint, address, size, serial);
+    if (OPAL_SUCCESS == rc) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    return OPAL_ERR_OUT_OF_RESOURCE;
+    OPAL_THREAD_LOCK(&locate->lock);
+    if (slot->serial == serial) {
+        slot->state = MCA_BTL_OFI_LOCATE_FREE;
+        atomic_fetch_sub(&rail->locating, 1);
+    }
+    OPAL_THREAD_UNLOCK(&locate->lock);
+    return OPAL_ERR_OUT_OF_RESOURCE == rc
+               ? rc
+               : mca_btl_ofi_locate_refuse(endpoint, address, size,
+                                           "asking the peer for its registration failed");
+}
+
+int mca_btl_ofi_locate(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
+                       const struct mca_btl_base_registration_handle_t *handle,
+                       uint64_t address, size_t size, mca_btl_ofi_target_t *target)
+{
+    struct mca_btl_ofi_locate_t *locate = rail->locate;
+    mca_btl_ofi_locate_slot_t *slot;
+
+    if (NULL == locate) {
+        if (NULL != handle) {
+            mca_btl_ofi_target_in(rail, handle, address, target);
+            return OPAL_SUCCESS;
+        }
+        return mca_btl_ofi_locate_refuse(endpoint, address, size,
+                                         "its registration handle does not cover it, and the "
+                                         "peer cannot be asked (no messages on this provider)");
+    }
+    OPAL_THREAD_LOCK(&locate->lock);
+    slot = mca_btl_ofi_locate_find(locate, endpoint, address, size);
+    if (NULL != slot && MCA_BTL_OFI_LOCATE_ASKING != slot->state) {
+        return mca_btl_ofi_locate_answered(rail, endpoint, slot, address, size, target);
+    }
+    if (NULL != slot) {
+        OPAL_THREAD_UNLOCK(&locate->lock);
+        return OPAL_ERR_OUT_OF_RESOURCE; /* asked already, no answer yet */
+    }
+    if (NULL != handle) {
+        OPAL_THREAD_UNLOCK(&locate->lock); /* nothing asked about this one, and it covers */
+        mca_btl_ofi_target_in(rail, handle, address, target);
+        return OPAL_SUCCESS;
+    }
+    if (NULL == (slot = mca_btl_ofi_locate_slot(locate))) {
+        OPAL_THREAD_UNLOCK(&locate->lock);
+        return OPAL_ERR_OUT_OF_RESOURCE; /* every slot is waiting for an answer */
+    }
+    return mca_btl_ofi_locate_question(rail, endpoint, slot, address, size);
 }

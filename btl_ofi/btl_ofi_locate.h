@@ -7,7 +7,7 @@
 #ifndef MCA_BTL_OFI_LOCATE_H
 #define MCA_BTL_OFI_LOCATE_H
 
-#include "btl_ofi_module.h"
+#include "btl_ofi_rail.h"
 
 #include "btl_ofi_mr.h"
 #include "btl_ofi_ops.h"
@@ -16,10 +16,10 @@
 BEGIN_C_DECLS
 
 /** After the message channel started: answer peers' questions, and ask ours. */
-void mca_btl_ofi_locate_start(mca_btl_ofi_module_t *module);
+void mca_btl_ofi_locate_start(mca_btl_ofi_rail_t *rail);
 
 /** At finalize: forget the questions. */
-void mca_btl_ofi_locate_stop(mca_btl_ofi_module_t *module);
+void mca_btl_ofi_locate_stop(mca_btl_ofi_rail_t *rail);
 
 /**
  * Slow path of mca_btl_ofi_remote_target: the handle did not cover the access,
@@ -33,7 +33,7 @@ void mca_btl_ofi_locate_stop(mca_btl_ofi_module_t *module);
  *         OPAL_ERR_BAD_PARAM no registration of the peer covers the access, or the
  *         peer cannot be asked (no FI_MSG)
  */
-int mca_btl_ofi_locate(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoint_t *endpoint,
+int mca_btl_ofi_locate(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
                        const struct mca_btl_base_registration_handle_t *handle,
                        uint64_t address, size_t size, mca_btl_ofi_target_t *target);
 
@@ -53,7 +53,7 @@ int mca_btl_ofi_locate(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoin
  * @retval OPAL_SUCCESS *target set (counted in btl_ofi_self_served);
  *         OPAL_ERR_BAD_PARAM refused (counted in btl_ofi_refused_count)
  */
-int mca_btl_ofi_locate_own(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoint_t *endpoint,
+int mca_btl_ofi_locate_own(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
                            uint64_t address, size_t size, mca_btl_ofi_target_t *target);
 
 /**
@@ -70,7 +70,7 @@ int mca_btl_ofi_locate_own(mca_btl_ofi_module_t *module, struct mca_btl_base_end
  * @retval OPAL_SUCCESS, OPAL_ERR_OUT_OF_RESOURCE (try again after progress) or
  *         OPAL_ERR_BAD_PARAM (refused; counted in btl_ofi_refused_count)
  */
-static inline int mca_btl_ofi_remote_target(const mca_btl_ofi_module_t *module,
+static inline int mca_btl_ofi_remote_target(const mca_btl_ofi_rail_t *rail,
                                             struct mca_btl_base_endpoint_t *endpoint,
                                             const struct mca_btl_base_registration_handle_t *remote,
                                             uint64_t address, size_t size,
@@ -83,21 +83,21 @@ static inline int mca_btl_ofi_remote_target(const mca_btl_ofi_module_t *module,
         mca_btl_ofi_count(MCA_BTL_OFI_CNT_REFUSED, 1);
         return OPAL_ERR_BAD_PARAM;
     }
-    if (OPAL_UNLIKELY(atomic_load_explicit(&module->failed, memory_order_relaxed))) {
+    if (OPAL_UNLIKELY(atomic_load_explicit(&rail->failed, memory_order_relaxed))) {
         return OPAL_ERR_UNREACH; /* its NIC failed (btl_ofi_fault.c) */
     }
     if (OPAL_UNLIKELY(NULL == remote)) {
-        return mca_btl_ofi_locate_own((mca_btl_ofi_module_t *)module, endpoint, address, size,
+        return mca_btl_ofi_locate_own((mca_btl_ofi_rail_t *)rail, endpoint, address, size,
                                       target);
     }
     mca_btl_ofi_handle_read(remote, &handle);
     covered = mca_btl_ofi_handle_covers(&handle, address, size) && !mca_btl_ofi_inject_stale();
     if (OPAL_LIKELY(covered) &&
-        OPAL_LIKELY(0 == atomic_load_explicit(&module->locating, memory_order_relaxed))) {
-        mca_btl_ofi_target_in(module, &handle, address, target);
+        OPAL_LIKELY(0 == atomic_load_explicit(&rail->locating, memory_order_relaxed))) {
+        mca_btl_ofi_target_in(rail, &handle, address, target);
         return OPAL_SUCCESS;
     }
-    return mca_btl_ofi_locate((mca_btl_ofi_module_t *)module, endpoint, covered ? &handle : NULL,
+    return mca_btl_ofi_locate((mca_btl_ofi_rail_t *)rail, endpoint, covered ? &handle : NULL,
                               address, size, target);
 }
 

@@ -1,233 +1,46 @@
 /*
- * btl-ofi module: the one module of this component, its libfabric objects
- * and negotiated behaviour, the module template and finalize
- * (btl_ofi_module.c).
+ * btl-ofi module: what Open MPI sees (set up in btl_ofi_module_setup.c). It owns its rails by
+ * role (the network rail, the node-local rail, further NICs), routes each peer
+ * and each operation to them (btl_ofi_route.c, btl_ofi_stripe.c), registers
+ * memory with one key per rail and flushes across rails. No module contains a
+ * module; a rail knows nothing of its owner but the hooks it was given. The type
+ * alone lives here, for the layers below the setup (routes, stripes) to use.
  */
 
 #ifndef MCA_BTL_OFI_MODULE_H
 #define MCA_BTL_OFI_MODULE_H
 
-#include "btl_ofi.h"
-
-#include <time.h>
-
-#include "opal/class/opal_free_list.h"
-#include "opal/class/opal_hash_table.h"
-#include "opal/class/opal_list.h"
-
-#include "btl_ofi_pvar.h"
+#include "btl_ofi_rail.h"
 
 BEGIN_C_DECLS
-
-/** Network domains (NICs) one module stripes large puts and gets over: its own and up to
- *  MCA_BTL_OFI_STRIPES_MAX - 1 more (btl_ofi_rails.c). */
-#define MCA_BTL_OFI_STRIPES_MAX 4
-/** Handle slots of a module with domains beside its own: its own (0), the node-local
- *  domain's (1), then each further NIC's (2..). */
-#define MCA_BTL_OFI_SLOTS (1 + MCA_BTL_OFI_STRIPES_MAX)
-
-/** Datatype index of an atomic: bit 0 = 32-bit, bit 1 = floating point. */
-#define MCA_BTL_OFI_ATOMIC_DT_COUNT 4
-
-/** What the provider does natively for one (op, datatype) pair. */
-enum {
-    MCA_BTL_OFI_NATIVE_OP = 0x1,  /**< fi_atomicvalid */
-    MCA_BTL_OFI_NATIVE_FOP = 0x2, /**< fi_fetch_atomicvalid */
-};
-
-/** Atomic capabilities learned from fi_*atomicvalid at init. */
-typedef struct mca_btl_ofi_atomic_caps_t {
-    uint8_t native[MCA_BTL_ATOMIC_LAST][MCA_BTL_OFI_ATOMIC_DT_COUNT];
-    bool cswap[MCA_BTL_OFI_ATOMIC_DT_COUNT];
-    bool nofetch_as_fetch; /**< non-fetching atomics are posted as fetching ones */
-} mca_btl_ofi_atomic_caps_t;
 
 /** The one module of this component. */
 struct mca_btl_ofi_module_t {
     mca_btl_base_module_t super;
 
-    struct fi_info *info;
-    struct fid_fabric *fabric;
-    struct fid_domain *domain;
-    struct fid_av *av;
-    struct fid_cq *cq;
-    struct fid_ep *ep;
-
-    /* Negotiated behaviour. */
-    bool virt_addr;         /**< FI_MR_VIRT_ADDR: remote addresses are virtual */
-    bool prov_key;          /**< FI_MR_PROV_KEY: the provider picks keys */
-    bool mr_local;          /**< FI_MR_LOCAL: every local buffer needs a descriptor */
-    bool mr_endpoint;       /**< FI_MR_ENDPOINT: each MR is bound to the endpoint, enabled */
-    bool local_only;        /**< the provider reaches only this node */
-    bool delivery_complete; /**< completions imply remote visibility */
-    bool prove_remote;      /**< flush must prove remote completion (not delivery_complete) */
-    uint64_t key_mask;      /**< keys this BTL picks fit in mr_key_size bytes */
-    atomic_uint_fast64_t next_key;
-    int reg_error; /**< the provider's last fi_mr_reg error (for the register-failed message) */
-
-    /** operations posted and not yet completed */
-    atomic_int_fast64_t outstanding;
-    /** of those, the ones whose completion a progress call has read from the CQ and not yet
-     *  handled (mca_btl_ofi_op_room: they hold no CQ entry any more) */
-    atomic_int_fast64_t reaped;
-    /** live registrations peers may reach (windows, osc/rdma's state and fragments): while
-     *  none, Open MPI's progress loop does not read the CQ */
-    atomic_int_fast64_t remote_regs;
-    /** the CQ's size as asked (0: the provider's choice) and how many operations may be
-     * outstanding beside the posted receives so that their completions always fit in it
-     * (0: no bound) */
-    size_t cq_size;
-    int_fast64_t op_limit;
-    opal_free_list_t ops;
-
-    /* Proof-of-remote-completion target: 8 bytes every peer may read. */
-    uint64_t proof_word;
-    struct mca_btl_ofi_reg_t *proof_reg;
-
-    opal_mutex_t endpoint_lock;
-    opal_hash_table_t endpoints; /**< process name -> endpoint */
-
-    opal_mutex_t reg_lock;
-    opal_list_t live_regs;
-    opal_hash_table_t regs_by_key; /**< key -> live registration */
-    /** local registrations kept while their memory is mapped (btl_ofi_rcache.c), or NULL */
-    struct mca_btl_ofi_rcache_t *rcache;
-    /** FI_MR_LOCAL: registered slabs of operation words (mca_btl_ofi_words_slab_t) */
-    opal_list_t word_slabs;
-
-    /** operations whose next post met -FI_EAGAIN inside progress (op->repost) */
-    opal_mutex_t deferred_lock;
-    opal_list_t deferred;
-
-    mca_btl_ofi_atomic_caps_t atomics;
-
-    /** messages beside RMA (btl_ofi_msg.c); NULL where the provider grants no FI_MSG */
-    struct mca_btl_ofi_msg_t *msg;
-    /** what progress runs first when messages are on (sends what met -FI_EAGAIN) */
-    void (*msg_progress)(struct mca_btl_ofi_module_t *module);
-    /** questions to peers about their registrations (btl_ofi_locate.c), or NULL */
-    struct mca_btl_ofi_locate_t *locate;
-    /** questions asked and not yet served to a retry: while not 0, accesses look there */
-    atomic_int locating;
-
-    /** small puts to a busy peer travel gathered in messages (btl_ofi_coalesce.c) */
-    bool coalesce;
-    size_t coalesce_max; /**< the largest put that is gathered */
-    struct mca_btl_ofi_coalesce_t *co;
-    /** what progress runs first when coalescing is on (sends gathered puts) */
-    void (*co_progress)(struct mca_btl_ofi_module_t *module);
-
-    bool initialized;
-
-    /** every atomic travels as a message that the target applies (btl_ofi_am.c) */
-    bool atomics_as_messages;
-    /** every get travels as a request that the target answers with the data */
-    bool gets_as_messages;
-    /** the message handlers of both are set (module->msg exists) */
-    bool am_ready;
-
-    /* Two domains in one module (btl_ofi_rails.c). The module Open MPI sees carries the
-     * peers on other nodes; a second module of its own, on a node-local provider, carries
-     * the peers on this node. */
-    /** the module of the node-local domain, or NULL (on the module Open MPI sees) */
-    struct mca_btl_ofi_module_t *local;
-    /** the module Open MPI sees, on the module of the node-local domain (else NULL): the
-     *  one completion callbacks name, whose handles carry this one's as their second */
-    struct mca_btl_ofi_module_t *front;
-    /** atomics to a peer on this node travel on the node-local domain (else on this one) */
-    bool local_atomics;
-    /** further NICs of the network provider (on the module Open MPI sees): puts and gets of
-     *  at least stripe_min bytes to a peer on another node are split over them and this one */
-    struct mca_btl_ofi_module_t *nics[MCA_BTL_OFI_STRIPES_MAX - 1];
+    /** the first network rail: peers on other nodes, and every peer that no node-local rail
+     *  serves; its handle comes first in every registration handle */
+    mca_btl_ofi_rail_t *network;
+    /** the node-local rail (handle slot 1): peers on this node in a job across nodes */
+    mca_btl_ofi_rail_t *local;
+    /** further NICs of the network provider (handle slots 2..): parts of large puts and gets
+     *  to peers on other nodes */
+    mca_btl_ofi_rail_t *nics[MCA_BTL_OFI_STRIPES_MAX - 1];
     int nic_count;
-    size_t stripe_min; /**< 0: no striping */
-    /** on a module beside the one Open MPI sees: the slot of its handle in that one's
-     *  handles (1: node-local, 2..: further NICs); 0 on that one */
-    int slot;
-    /** idle reads of this (network) module's CQ beside others (btl_ofi_ops.c,
-     *  mca_btl_ofi_progress_beside), CLOCK_MONOTONIC ns: what a quiet one costs (the least
-     *  of late, slowly rising), before when the next one waits, until when every pass reads
-     *  it. On the node-local module (mca_btl_ofi_progress_with_local): what a quiet read of
-     *  its CQ costs, and until when it counts as at work (idle_read_next unused) */
-    uint64_t idle_read_ns, idle_read_next, eager_until;
-    /** such a network module's CQ descriptor (FI_WAIT_FD), polled through a ring of its
-     *  own (btl_ofi_wake.h): its state (MCA_BTL_OFI_WAKE_*), the descriptor, the ring,
-     *  progress calls that found the ring quiet since the last look at the clock, and when
-     *  an armed one is read all the same (CLOCK_MONOTONIC ns) */
-    int wake_state;
-    int wake_fd;
-    struct mca_btl_ofi_wake_ring_t *wake_ring;
-    unsigned wake_passes, wake_quiet;
-    uint64_t wake_safety_next;
-
-    /* A NIC that fails while operations are in flight on it (btl_ofi_fault.c). */
-    /** a network module: its operations are listed (posted) and a stall is looked into */
-    bool watch;
-    /** the NIC failed: every call on it returns OPAL_ERR_UNREACH, and nothing of it is
-     *  called again (its endpoint is closed where the provider moves data on its own) */
-    atomic_bool failed;
-    /** failed with its endpoint left open (a provider that moves data only in our calls):
-     *  its fids are never closed (btl_ofi_fault.h) */
-    bool quarantined;
-    opal_mutex_t posted_lock;
-    /** with watch: every operation taken and not yet released, newest first */
-    struct mca_btl_ofi_op_t *posted;
-    /** CLOCK_MONOTONIC seconds: since when reads find nothing while operations wait (0: not
-     *  now), and when the link is looked at next */
-    double stall_since, next_probe;
-    unsigned empty_reads; /**< empty CQ reads with operations waiting, since the last clock */
-    int stall_timeout;    /**< seconds of such a wait that mean a failed NIC; 0: none */
-    bool stall_timeout_auto; /**< stall_timeout is btl_ofi_nic_timeout's default (-1) */
-    char *link_state;     /**< /sys/class/net/<domain>/operstate where the domain is one, or NULL */
+    /** puts and gets of at least this many bytes are split over the NICs (0: never) */
+    size_t stripe_min;
+    /** atomics to a peer on this node travel on the node-local rail (else on the network) */
+    bool local_atomics;
     /** what Open MPI's PML gave btl_register_error (ob1: end the job), or NULL */
     mca_btl_base_module_error_cb_fn_t error_cb;
 };
 
-/** CLOCK_MONOTONIC in nanoseconds (the pace of idle CQ reads: btl_ofi_ops.c). */
-static inline uint64_t mca_btl_ofi_now_ns(void)
+/** The rail whose handles are in slot (0: network, 1: node-local, 2..: further NICs). */
+static inline mca_btl_ofi_rail_t *mca_btl_ofi_module_rail(const mca_btl_ofi_module_t *module,
+                                                          int slot)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return 0 == slot ? module->network : 1 == slot ? module->local : module->nics[slot - 2];
 }
-
-/** CLOCK_MONOTONIC in seconds (finalize's bounded drain, a NIC's stall: btl_ofi_fault.c). */
-static inline double mca_btl_ofi_now(void)
-{
-    return 1e-9 * (double)mca_btl_ofi_now_ns();
-}
-
-/** Operations of this module's own in flight, or waiting to be posted again. */
-static inline bool mca_btl_ofi_module_busy(mca_btl_ofi_module_t *module)
-{
-    return 0 != atomic_load_explicit(&module->outstanding, memory_order_relaxed) ||
-           !opal_list_is_empty(&module->deferred);
-}
-
-/** A module beside the one Open MPI sees, for the peers on this node (slot 1). */
-static inline bool mca_btl_ofi_node_local(const mca_btl_ofi_module_t *module)
-{
-    return 1 == module->slot;
-}
-
-/** The module completion callbacks name: the one Open MPI sees. */
-static inline struct mca_btl_base_module_t *mca_btl_ofi_module_seen(mca_btl_ofi_module_t *module)
-{
-    return NULL != module->front ? &module->front->super : &module->super;
-}
-
-/** Capabilities and function table every module starts from (btl_component is set at init). */
-extern mca_btl_ofi_module_t mca_btl_ofi_module_template;
-
-/**
- * Drain, deregister, close every fid and free the module.
- * Safe on a module whose device_open failed part-way.
- */
-int mca_btl_ofi_finalize(struct mca_btl_base_module_t *btl);
-
-/** Drop any btl_ofi_flags bit the user set that this BTL cannot honour. */
-void mca_btl_ofi_module_limit_flags(mca_btl_ofi_module_t *module);
 
 END_C_DECLS
 

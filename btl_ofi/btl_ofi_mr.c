@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "btl_ofi_rcache.h"
 #include "btl_ofi_reg_pool.h"
 #include "btl_ofi_report.h"
 
@@ -27,7 +26,8 @@ static void mca_btl_ofi_reg_construct(mca_btl_ofi_reg_t *reg)
     reg->desc = NULL;
     memset(&reg->handle, 0, sizeof(reg->handle));
     memset(reg->rail_handle, 0, sizeof(reg->rail_handle));
-    memset(reg->rail_reg, 0, sizeof(reg->rail_reg));
+    memset(reg->by_rail, 0, sizeof(reg->by_rail));
+    reg->by_rail[0] = reg;
     reg->cached = false;
     reg->remote = false;
     reg->own_private = 0;
@@ -40,36 +40,36 @@ OBJ_CLASS_INSTANCE(mca_btl_ofi_reg_t, opal_list_item_t, mca_btl_ofi_reg_construc
 /* Enough attempts to step over keys that other registrations of this domain hold. */
 #define MCA_BTL_OFI_KEY_ATTEMPTS 64
 
-static uint64_t mca_btl_ofi_next_key(mca_btl_ofi_module_t *module)
+static uint64_t mca_btl_ofi_next_key(mca_btl_ofi_rail_t *rail)
 {
     uint64_t key;
 
     do {
-        key = atomic_fetch_add(&module->next_key, 1) & module->key_mask;
+        key = atomic_fetch_add(&rail->next_key, 1) & rail->key_mask;
     } while (0 == key);
     return key;
 }
 
-static int mca_btl_ofi_mr_reg(mca_btl_ofi_module_t *module, void *base, size_t size,
+static int mca_btl_ofi_mr_reg(mca_btl_ofi_rail_t *rail, void *base, size_t size,
                               mca_btl_ofi_reg_t *reg)
 {
     const uint64_t access = FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
     int rc = -FI_ENOKEY;
 
     for (int attempt = 0; attempt < MCA_BTL_OFI_KEY_ATTEMPTS && -FI_ENOKEY == rc; ++attempt) {
-        uint64_t requested = module->prov_key ? 0 : mca_btl_ofi_next_key(module);
-        rc = fi_mr_reg(module->domain, base, size, access, 0, requested, 0, &reg->mr, NULL);
+        uint64_t requested = rail->prov_key ? 0 : mca_btl_ofi_next_key(rail);
+        rc = fi_mr_reg(rail->domain, base, size, access, 0, requested, 0, &reg->mr, NULL);
     }
     if (0 != rc) {
         opal_output_verbose(1, mca_btl_ofi_output,
                             MCA_BTL_OFI_LOG "fi_mr_reg of %zu bytes at %p failed: %s", size, base,
                             fi_strerror(-rc));
         mca_btl_ofi_count(MCA_BTL_OFI_CNT_REGISTRATIONS_FAILED, 1);
-        module->reg_error = rc;
+        rail->reg_error = rc;
         reg->mr = NULL;
         return OPAL_ERROR;
     }
-    if (module->mr_endpoint && (0 != (rc = fi_mr_bind(reg->mr, &module->ep->fid, 0)) ||
+    if (rail->mr_endpoint && (0 != (rc = fi_mr_bind(reg->mr, &rail->ep->fid, 0)) ||
                                 0 != (rc = fi_mr_enable(reg->mr)))) {
         opal_output_verbose(1, mca_btl_ofi_output,
                             MCA_BTL_OFI_LOG "binding a registration to the endpoint failed: %s",
@@ -108,7 +108,7 @@ static void mca_btl_ofi_reg_free(mca_btl_ofi_reg_t *reg)
     mca_btl_ofi_reg_pool_put(reg);
 }
 
-mca_btl_ofi_reg_t *mca_btl_ofi_reg_create(mca_btl_ofi_module_t *module, void *base, size_t size)
+mca_btl_ofi_reg_t *mca_btl_ofi_reg_create(mca_btl_ofi_rail_t *rail, void *base, size_t size)
 {
     mca_btl_ofi_reg_t *reg = mca_btl_ofi_reg_new();
 
@@ -118,7 +118,7 @@ mca_btl_ofi_reg_t *mca_btl_ofi_reg_create(mca_btl_ofi_module_t *module, void *ba
     reg->handle.base = (uint64_t)(uintptr_t)base;
     reg->handle.len = size;
     /* A zero-length region needs no provider registration: no access can be in range. */
-    if (0 != size && OPAL_SUCCESS != mca_btl_ofi_mr_reg(module, base, size, reg)) {
+    if (0 != size && OPAL_SUCCESS != mca_btl_ofi_mr_reg(rail, base, size, reg)) {
         mca_btl_ofi_reg_free(reg);
         return NULL;
     }
@@ -139,7 +139,7 @@ void mca_btl_ofi_reg_destroy(mca_btl_ofi_reg_t *reg)
     mca_btl_ofi_reg_free(reg);
 }
 
-void mca_btl_ofi_reg_failed(mca_btl_ofi_module_t *module, size_t size)
+void mca_btl_ofi_reg_failed(mca_btl_ofi_rail_t *rail, size_t size)
 {
     static atomic_bool shown;
     char bytes[32], error[160], held[32];
@@ -148,112 +148,26 @@ void mca_btl_ofi_reg_failed(mca_btl_ofi_module_t *module, size_t size)
         return;
     }
     snprintf(bytes, sizeof(bytes), "%zu", size);
-    snprintf(error, sizeof(error), "%s (%d)", fi_strerror(-module->reg_error), module->reg_error);
+    snprintf(error, sizeof(error), "%s (%d)", fi_strerror(-rail->reg_error), rail->reg_error);
     snprintf(held, sizeof(held), "%" PRIu64,
              (uint64_t)atomic_load(&mca_btl_ofi_counters[MCA_BTL_OFI_CNT_REGISTRATIONS_LIVE]) +
                  (uint64_t)atomic_load(&mca_btl_ofi_counters[MCA_BTL_OFI_CNT_RCACHE_ENTRIES]));
-    mca_btl_ofi_report_now("register-failed", module->info->fabric_attr->prov_name, bytes, error,
+    mca_btl_ofi_report_now("register-failed", rail->info->fabric_attr->prov_name, bytes, error,
                            held, NULL);
 }
 
-/* A registration, or NULL once the provider refused it even after the cache gave back
- * what it held idle (a NIC's registrations are few: cached ones must not starve a window). */
-mca_btl_ofi_reg_t *mca_btl_ofi_reg_create_pressed(mca_btl_ofi_module_t *module, void *base,
-                                                  size_t size)
-{
-    mca_btl_ofi_reg_t *reg = mca_btl_ofi_reg_create(module, base, size);
-
-    if (NULL == reg && mca_btl_ofi_rcache_on(module) && mca_btl_ofi_rcache_shrink(module) > 0) {
-        reg = mca_btl_ofi_reg_create(module, base, size);
-    }
-    return reg;
-}
-
-struct mca_btl_base_registration_handle_t *
-mca_btl_ofi_register_mem(struct mca_btl_base_module_t *btl,
-                         struct mca_btl_base_endpoint_t *endpoint, void *base, size_t size,
-                         uint32_t flags)
-{
-    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *)btl;
-    mca_btl_ofi_reg_t *reg;
-
-    (void)endpoint;
-
-    if (0 == (flags & MCA_BTL_OFI_REG_FLAGS_REMOTE) && mca_btl_ofi_rcache_on(module)) {
-        /* a local buffer (osc/rdma's source or target of one put or get): cached */
-        reg = mca_btl_ofi_rcache_get(module, base, size);
-        if (NULL == reg) {
-            mca_btl_ofi_reg_failed(module, size);
-            return NULL;
-        }
-        return &reg->handle;
-    }
-    /* Without FI_MR_LOCAL a buffer only this process touches needs no provider registration
-     * (fi_mr(3)): the handle just records it. */
-    reg = 0 == (flags & MCA_BTL_OFI_REG_FLAGS_REMOTE) && !module->mr_local
-              ? mca_btl_ofi_reg_create(module, base, 0)
-              : mca_btl_ofi_reg_create_pressed(module, base, size);
-    if (NULL == reg) {
-        mca_btl_ofi_reg_failed(module, size);
-        return NULL;
-    }
-    reg->remote = 0 != (flags & MCA_BTL_OFI_REG_FLAGS_REMOTE);
-    if (reg->remote) {
-        atomic_fetch_add(&module->remote_regs, 1);
-    }
-    OPAL_THREAD_LOCK(&module->reg_lock);
-    opal_list_append(&module->live_regs, &reg->super);
-    if (NULL != reg->mr) {
-        (void)opal_hash_table_set_value_uint64(&module->regs_by_key, reg->handle.key, reg);
-    }
-    OPAL_THREAD_UNLOCK(&module->reg_lock);
-
-    mca_btl_ofi_count(MCA_BTL_OFI_CNT_REGISTRATIONS, 1);
-    mca_btl_ofi_count(MCA_BTL_OFI_CNT_REGISTRATIONS_LIVE, 1);
-    return &reg->handle;
-}
-
-static void mca_btl_ofi_reg_release(mca_btl_ofi_reg_t *reg)
+void mca_btl_ofi_reg_release(mca_btl_ofi_reg_t *reg)
 {
     mca_btl_ofi_reg_destroy(reg);
     mca_btl_ofi_uncount(MCA_BTL_OFI_CNT_REGISTRATIONS_LIVE, 1);
 }
 
-int mca_btl_ofi_deregister_mem(struct mca_btl_base_module_t *btl,
-                               struct mca_btl_base_registration_handle_t *handle)
-{
-    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *)btl;
-    mca_btl_ofi_reg_t *reg;
-
-    if (NULL == handle) {
-        return OPAL_ERR_BAD_PARAM;
-    }
-    reg = container_of(handle, mca_btl_ofi_reg_t, handle);
-    if (reg->cached) {
-        mca_btl_ofi_rcache_put(module, reg);
-        return OPAL_SUCCESS;
-    }
-
-    if (reg->remote) {
-        atomic_fetch_sub(&module->remote_regs, 1);
-    }
-    OPAL_THREAD_LOCK(&module->reg_lock);
-    opal_list_remove_item(&module->live_regs, &reg->super);
-    if (NULL != reg->mr) {
-        (void)opal_hash_table_remove_value_uint64(&module->regs_by_key, reg->handle.key);
-    }
-    OPAL_THREAD_UNLOCK(&module->reg_lock);
-
-    mca_btl_ofi_reg_release(reg);
-    return OPAL_SUCCESS;
-}
-
-mca_btl_ofi_reg_t *mca_btl_ofi_reg_find(mca_btl_ofi_module_t *module, uint64_t key)
+mca_btl_ofi_reg_t *mca_btl_ofi_reg_find(mca_btl_ofi_rail_t *rail, uint64_t key)
 {
     mca_btl_ofi_reg_t *reg = NULL;
 
     if (OPAL_SUCCESS !=
-        opal_hash_table_get_value_uint64(&module->regs_by_key, key, (void **)&reg)) {
+        opal_hash_table_get_value_uint64(&rail->regs_by_key, key, (void **)&reg)) {
         return NULL;
     }
     return reg;
@@ -295,14 +209,14 @@ static bool mca_btl_ofi_memory_private(uint64_t base, uint64_t len)
 
 /* The first live registration that covers [address, address + size); with own_private, only
  * one for peers' access whose memory is private to this process. */
-static bool mca_btl_ofi_reg_scan(mca_btl_ofi_module_t *module, uint64_t address, size_t size,
+static bool mca_btl_ofi_reg_scan(mca_btl_ofi_rail_t *rail, uint64_t address, size_t size,
                                  bool own_private, mca_btl_base_registration_handle_t *handle)
 {
     mca_btl_ofi_reg_t *reg;
     bool found = false;
 
-    OPAL_THREAD_LOCK(&module->reg_lock);
-    OPAL_LIST_FOREACH (reg, &module->live_regs, mca_btl_ofi_reg_t) {
+    OPAL_THREAD_LOCK(&rail->reg_lock);
+    OPAL_LIST_FOREACH (reg, &rail->live_regs, mca_btl_ofi_reg_t) {
         if (NULL == reg->mr || !mca_btl_ofi_handle_covers(&reg->handle, address, size)) {
             continue;
         }
@@ -316,29 +230,29 @@ static bool mca_btl_ofi_reg_scan(mca_btl_ofi_module_t *module, uint64_t address,
             break;
         }
     }
-    OPAL_THREAD_UNLOCK(&module->reg_lock);
+    OPAL_THREAD_UNLOCK(&rail->reg_lock);
     return found;
 }
 
-bool mca_btl_ofi_reg_covering(mca_btl_ofi_module_t *module, uint64_t address, size_t size,
+bool mca_btl_ofi_reg_covering(mca_btl_ofi_rail_t *rail, uint64_t address, size_t size,
                               mca_btl_base_registration_handle_t *handle)
 {
-    return mca_btl_ofi_reg_scan(module, address, size, false, handle);
+    return mca_btl_ofi_reg_scan(rail, address, size, false, handle);
 }
 
-bool mca_btl_ofi_reg_own(mca_btl_ofi_module_t *module, uint64_t address, size_t size,
+bool mca_btl_ofi_reg_own(mca_btl_ofi_rail_t *rail, uint64_t address, size_t size,
                          mca_btl_base_registration_handle_t *handle)
 {
-    return mca_btl_ofi_reg_scan(module, address, size, true, handle);
+    return mca_btl_ofi_reg_scan(rail, address, size, true, handle);
 }
 
-void mca_btl_ofi_regs_release(mca_btl_ofi_module_t *module)
+void mca_btl_ofi_regs_release(mca_btl_ofi_rail_t *rail)
 {
     opal_list_item_t *item;
     size_t leftover = 0;
 
-    opal_hash_table_remove_all(&module->regs_by_key);
-    while (NULL != (item = opal_list_remove_first(&module->live_regs))) {
+    opal_hash_table_remove_all(&rail->regs_by_key);
+    while (NULL != (item = opal_list_remove_first(&rail->live_regs))) {
         ++leftover;
         mca_btl_ofi_reg_release((mca_btl_ofi_reg_t *)item);
     }
@@ -363,12 +277,12 @@ typedef struct mca_btl_ofi_words_slab_t {
 static OBJ_CLASS_INSTANCE(mca_btl_ofi_words_slab_t, opal_list_item_t, NULL, NULL);
 
 /* A slab with a free slot (the last one made, or a new one); NULL if registering failed. */
-static mca_btl_ofi_words_slab_t *mca_btl_ofi_slab_with_room(mca_btl_ofi_module_t *module)
+static mca_btl_ofi_words_slab_t *mca_btl_ofi_slab_with_room(mca_btl_ofi_rail_t *rail)
 {
     mca_btl_ofi_words_slab_t *slab = NULL;
 
-    if (!opal_list_is_empty(&module->word_slabs)) {
-        slab = (mca_btl_ofi_words_slab_t *)opal_list_get_last(&module->word_slabs);
+    if (!opal_list_is_empty(&rail->word_slabs)) {
+        slab = (mca_btl_ofi_words_slab_t *)opal_list_get_last(&rail->word_slabs);
     }
     if (NULL != slab && slab->used < MCA_BTL_OFI_SLAB_WORDS) {
         return slab;
@@ -378,34 +292,34 @@ static mca_btl_ofi_words_slab_t *mca_btl_ofi_slab_with_room(mca_btl_ofi_module_t
         return NULL;
     }
     slab->used = 0;
-    slab->reg = mca_btl_ofi_reg_create(module, slab->words, sizeof(slab->words));
+    slab->reg = mca_btl_ofi_reg_create(rail, slab->words, sizeof(slab->words));
     if (NULL == slab->reg) {
         OBJ_RELEASE(slab);
         return NULL;
     }
-    opal_list_append(&module->word_slabs, &slab->super);
+    opal_list_append(&rail->word_slabs, &slab->super);
     return slab;
 }
 
-int mca_btl_ofi_word_slot(mca_btl_ofi_module_t *module, mca_btl_ofi_words_t **words, void **desc)
+int mca_btl_ofi_word_slot(mca_btl_ofi_rail_t *rail, mca_btl_ofi_words_t **words, void **desc)
 {
     mca_btl_ofi_words_slab_t *slab;
 
-    OPAL_THREAD_LOCK(&module->reg_lock);
-    slab = mca_btl_ofi_slab_with_room(module);
+    OPAL_THREAD_LOCK(&rail->reg_lock);
+    slab = mca_btl_ofi_slab_with_room(rail);
     if (NULL != slab) {
         *words = &slab->words[slab->used++];
         *desc = slab->reg->desc;
     }
-    OPAL_THREAD_UNLOCK(&module->reg_lock);
+    OPAL_THREAD_UNLOCK(&rail->reg_lock);
     return (NULL == slab) ? OPAL_ERR_OUT_OF_RESOURCE : OPAL_SUCCESS;
 }
 
-void mca_btl_ofi_word_slabs_release(mca_btl_ofi_module_t *module)
+void mca_btl_ofi_word_slabs_release(mca_btl_ofi_rail_t *rail)
 {
     opal_list_item_t *item;
 
-    while (NULL != (item = opal_list_remove_first(&module->word_slabs))) {
+    while (NULL != (item = opal_list_remove_first(&rail->word_slabs))) {
         mca_btl_ofi_words_slab_t *slab = (mca_btl_ofi_words_slab_t *)item;
         mca_btl_ofi_reg_destroy(slab->reg);
         OBJ_RELEASE(slab);

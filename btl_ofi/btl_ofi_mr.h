@@ -7,7 +7,7 @@
 #ifndef MCA_BTL_OFI_MR_H
 #define MCA_BTL_OFI_MR_H
 
-#include "btl_ofi_module.h"
+#include "btl_ofi_rail.h"
 
 #include "opal/class/opal_list.h"
 
@@ -34,15 +34,16 @@ typedef struct mca_btl_ofi_reg_t {
     struct fid_mr *mr; /**< NULL for an empty (zero-length) registration */
     void *desc;
     mca_btl_base_registration_handle_t handle;
-    /** with domains beside this one (btl_ofi_rails.c), their handles of the same memory, by
-     *  slot - 1 (node-local, then further NICs): peers receive them all
+    /** with rails beside the network one (btl_ofi_route.c), their handles of the same memory,
+     *  by slot - 1 (node-local, then further NICs): peers receive them all
      *  (btl_registration_handle_size), so they must follow handle */
     mca_btl_base_registration_handle_t rail_handle[MCA_BTL_OFI_SLOTS - 1];
-    /** those domains' registrations, or NULL (none, or a registration for local use only) */
-    struct mca_btl_ofi_reg_t *rail_reg[MCA_BTL_OFI_SLOTS - 1];
-    bool remote; /**< registered for peers' access (counted in module->remote_regs) */
+    /** the registration of this memory on each rail, by handle slot: [0] is this one, the
+     *  others NULL where there is none (a registration for local use only, or one rail) */
+    struct mca_btl_ofi_reg_t *by_rail[MCA_BTL_OFI_SLOTS];
+    bool remote; /**< registered for peers' access (counted in rail->remote_regs) */
     /** its memory is in mappings private to this process: 1 yes, -1 no, 0 not asked yet
-     *  (mca_btl_ofi_reg_own; under module->reg_lock) */
+     *  (mca_btl_ofi_reg_own; under rail->reg_lock) */
     int8_t own_private;
     /* the registration cache's (btl_ofi_rcache.c), under its lock */
     bool cached;    /**< made by the cache: release it with mca_btl_ofi_rcache_put */
@@ -58,43 +59,23 @@ typedef struct mca_btl_ofi_words_t {
     uint64_t fetched;
 } mca_btl_ofi_words_t;
 
-/**
- * Register [base, base + size) for local and remote access.
- *
- * @param endpoint (IN) ignored: registrations serve every peer
- * @param flags    (IN) MCA_BTL_REG_FLAG_*; every access is granted
- * @retval the handle to share with peers, or NULL if the provider refused
- */
-struct mca_btl_base_registration_handle_t *
-mca_btl_ofi_register_mem(struct mca_btl_base_module_t *btl,
-                         struct mca_btl_base_endpoint_t *endpoint, void *base, size_t size,
-                         uint32_t flags);
-/**
- * Deregister a handle returned by mca_btl_ofi_register_mem.
- *
- * @retval OPAL_SUCCESS, or OPAL_ERR_BAD_PARAM for a NULL handle
- */
-int mca_btl_ofi_deregister_mem(struct mca_btl_base_module_t *btl,
-                               struct mca_btl_base_registration_handle_t *handle);
 /** Register a region for internal use (not counted, not on the live list). */
-mca_btl_ofi_reg_t *mca_btl_ofi_reg_create(mca_btl_ofi_module_t *module, void *base, size_t size);
-/** mca_btl_ofi_reg_create, tried once more after the registration cache gave back its idle
- *  registrations when the provider refused the first try; NULL if it refused both. */
-mca_btl_ofi_reg_t *mca_btl_ofi_reg_create_pressed(mca_btl_ofi_module_t *module, void *base,
-                                                  size_t size);
+mca_btl_ofi_reg_t *mca_btl_ofi_reg_create(mca_btl_ofi_rail_t *rail, void *base, size_t size);
 /** Once per process: the register-failed message, for a registration of size bytes the
- *  provider refused (module->reg_error). */
-void mca_btl_ofi_reg_failed(mca_btl_ofi_module_t *module, size_t size);
+ *  provider refused (rail->reg_error). */
+void mca_btl_ofi_reg_failed(mca_btl_ofi_rail_t *rail, size_t size);
 /** Close a registration made by mca_btl_ofi_reg_create and free it. */
 void mca_btl_ofi_reg_destroy(mca_btl_ofi_reg_t *reg);
+/** Close a live registration (counted in registrations_live) and free it. */
+void mca_btl_ofi_reg_release(mca_btl_ofi_reg_t *reg);
 /**
- * The live registration (made by mca_btl_ofi_register_mem) whose key peers
+ * The live registration (made by mca_btl_ofi_rail_register) whose key peers
  * use, for a peer's access that this process carries out itself. The caller
- * holds module->reg_lock for as long as it uses the registration.
+ * holds rail->reg_lock for as long as it uses the registration.
  *
  * @retval the registration, or NULL for a key no live registration has
  */
-mca_btl_ofi_reg_t *mca_btl_ofi_reg_find(mca_btl_ofi_module_t *module, uint64_t key);
+mca_btl_ofi_reg_t *mca_btl_ofi_reg_find(mca_btl_ofi_rail_t *rail, uint64_t key);
 /**
  * This process's registration for peers' access that covers [address, address + size) of its
  * own memory, where that memory is private to this process (no shared mapping: no other
@@ -104,7 +85,7 @@ mca_btl_ofi_reg_t *mca_btl_ofi_reg_find(mca_btl_ofi_module_t *module, uint64_t k
  *
  * @retval true with *handle a copy of its handle; false if there is none
  */
-bool mca_btl_ofi_reg_own(mca_btl_ofi_module_t *module, uint64_t address, size_t size,
+bool mca_btl_ofi_reg_own(mca_btl_ofi_rail_t *rail, uint64_t address, size_t size,
                          mca_btl_base_registration_handle_t *handle);
 /**
  * A live registration (made through btl_register_mem) that covers
@@ -114,23 +95,23 @@ bool mca_btl_ofi_reg_own(mca_btl_ofi_module_t *module, uint64_t address, size_t 
  * @param handle (OUT) its handle, set only when one is found
  * @retval true found
  */
-bool mca_btl_ofi_reg_covering(mca_btl_ofi_module_t *module, uint64_t address, size_t size,
+bool mca_btl_ofi_reg_covering(mca_btl_ofi_rail_t *rail, uint64_t address, size_t size,
                               struct mca_btl_base_registration_handle_t *handle);
 /** Deregister whatever the upper layer left registered at finalize. */
-void mca_btl_ofi_regs_release(mca_btl_ofi_module_t *module);
+void mca_btl_ofi_regs_release(mca_btl_ofi_rail_t *rail);
 
 /**
  * FI_MR_LOCAL: a slot of operation words in a registered slab (made when
  * none has room). Slots are never returned: they belong to an operation
- * context for the module's life.
+ * context for the rail's life.
  *
  * @param words (OUT) the slot
  * @param desc  (OUT) its slab's descriptor
  * @retval OPAL_SUCCESS, or OPAL_ERR_OUT_OF_RESOURCE if registering a slab failed
  */
-int mca_btl_ofi_word_slot(mca_btl_ofi_module_t *module, mca_btl_ofi_words_t **words, void **desc);
+int mca_btl_ofi_word_slot(mca_btl_ofi_rail_t *rail, mca_btl_ofi_words_t **words, void **desc);
 /** Close the registered word slabs (at finalize, after the last operation). */
-void mca_btl_ofi_word_slabs_release(mca_btl_ofi_module_t *module);
+void mca_btl_ofi_word_slabs_release(mca_btl_ofi_rail_t *rail);
 
 /**
  * Translate a peer's virtual address into what the provider expects and check
@@ -187,11 +168,11 @@ static inline bool mca_btl_ofi_handle_covers(const struct mca_btl_base_registrat
 }
 
 /** The target of an access inside the registration of h (covers() said so). */
-static inline void mca_btl_ofi_target_in(const mca_btl_ofi_module_t *module,
+static inline void mca_btl_ofi_target_in(const mca_btl_ofi_rail_t *rail,
                                          const struct mca_btl_base_registration_handle_t *h,
                                          uint64_t address, mca_btl_ofi_target_t *target)
 {
-    target->addr = module->virt_addr ? address : address - h->base;
+    target->addr = rail->virt_addr ? address : address - h->base;
     target->key = h->key;
     target->check = h->check;
 }

@@ -63,7 +63,7 @@ struct mca_btl_ofi_msg_t {
     mca_btl_ofi_op_t **recvs;
 };
 
-static void mca_btl_ofi_msg_progress(mca_btl_ofi_module_t *module);
+static void mca_btl_ofi_msg_progress(mca_btl_ofi_rail_t *rail);
 
 /* ---- setup --------------------------------------------------------------- */
 
@@ -105,21 +105,21 @@ bool mca_btl_ofi_msg_prepare(struct fi_info **info)
     return true;
 }
 
-static void mca_btl_ofi_msg_received(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
+static void mca_btl_ofi_msg_received(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op,
                                      int status);
 
-static void mca_btl_ofi_msg_post_recv(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op)
+static void mca_btl_ofi_msg_post_recv(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op)
 {
-    struct mca_btl_ofi_msg_t *msg = module->msg;
+    struct mca_btl_ofi_msg_t *msg = rail->msg;
     void *desc = NULL == msg->bufs_reg ? NULL : msg->bufs_reg->desc;
-    ssize_t rc = fi_recv(module->ep, op->local_address, msg->largest, desc, FI_ADDR_UNSPEC,
+    ssize_t rc = fi_recv(rail->ep, op->local_address, msg->largest, desc, FI_ADDR_UNSPEC,
                          &op->fi_ctx);
 
     if (OPAL_LIKELY(0 == rc)) {
         return;
     }
     if (-FI_EAGAIN == rc) {
-        mca_btl_ofi_defer(module, op, mca_btl_ofi_msg_post_recv);
+        mca_btl_ofi_defer(rail, op, mca_btl_ofi_msg_post_recv);
         return;
     }
     opal_output_verbose(1, mca_btl_ofi_output,
@@ -147,15 +147,15 @@ static void mca_btl_ofi_msg_free(struct mca_btl_ofi_msg_t *msg)
 }
 
 /* The receive buffers, registered under FI_MR_LOCAL; false when memory ran out. */
-static bool mca_btl_ofi_msg_alloc(mca_btl_ofi_module_t *module, struct mca_btl_ofi_msg_t *msg)
+static bool mca_btl_ofi_msg_alloc(mca_btl_ofi_rail_t *rail, struct mca_btl_ofi_msg_t *msg)
 {
     msg->bufs = malloc((size_t)msg->nbufs * msg->largest);
     msg->recvs = calloc((size_t)msg->nbufs, sizeof(*msg->recvs));
     if (NULL == msg->bufs || NULL == msg->recvs) {
         return false;
     }
-    if (module->mr_local) {
-        msg->bufs_reg = mca_btl_ofi_reg_create(module, msg->bufs, (size_t)msg->nbufs * msg->largest);
+    if (rail->mr_local) {
+        msg->bufs_reg = mca_btl_ofi_reg_create(rail, msg->bufs, (size_t)msg->nbufs * msg->largest);
         if (NULL == msg->bufs_reg) {
             return false;
         }
@@ -173,7 +173,7 @@ static bool mca_btl_ofi_msg_alloc(mca_btl_ofi_module_t *module, struct mca_btl_o
     return true;
 }
 
-void mca_btl_ofi_msg_start(mca_btl_ofi_module_t *module, size_t largest, int buffers)
+void mca_btl_ofi_msg_start(mca_btl_ofi_rail_t *rail, size_t largest, int buffers)
 {
     struct mca_btl_ofi_msg_t *msg = calloc(1, sizeof(*msg));
 
@@ -182,15 +182,15 @@ void mca_btl_ofi_msg_start(mca_btl_ofi_module_t *module, size_t largest, int buf
     }
     OBJ_CONSTRUCT(&msg->lock, opal_mutex_t);
     OBJ_CONSTRUCT(&msg->queued, opal_list_t);
-    if (mca_btl_ofi_gets_by_messages(module->info)) {
+    if (mca_btl_ofi_gets_by_messages(rail->info)) {
         /* A get's data comes back in pieces of one receive buffer each. Their number stays
          * the caller's: the CQ is sized for it (btl_ofi_device.c). */
         largest = largest < MCA_BTL_OFI_MSG_LARGE ? MCA_BTL_OFI_MSG_LARGE : largest;
     }
     msg->largest = largest < MCA_BTL_OFI_MSG_SMALL ? MCA_BTL_OFI_MSG_SMALL : largest;
     msg->nbufs = buffers;
-    msg->inject_size = module->info->tx_attr->inject_size;
-    if (!mca_btl_ofi_msg_alloc(module, msg)) {
+    msg->inject_size = rail->info->tx_attr->inject_size;
+    if (!mca_btl_ofi_msg_alloc(rail, msg)) {
         opal_output_verbose(1, mca_btl_ofi_output,
                             MCA_BTL_OFI_LOG "no memory (or registration) for message buffers: "
                                             "btl-ofi sends no messages");
@@ -200,37 +200,37 @@ void mca_btl_ofi_msg_start(mca_btl_ofi_module_t *module, size_t largest, int buf
         mca_btl_ofi_msg_free(msg);
         return;
     }
-    module->msg = msg;
+    rail->msg = msg;
     for (int i = 0; i < msg->nbufs; ++i) {
-        mca_btl_ofi_msg_post_recv(module, msg->recvs[i]);
+        mca_btl_ofi_msg_post_recv(rail, msg->recvs[i]);
     }
-    module->msg_progress = mca_btl_ofi_msg_progress;
+    rail->msg_progress = mca_btl_ofi_msg_progress;
 }
 
-void mca_btl_ofi_msg_on(mca_btl_ofi_module_t *module, enum mca_btl_ofi_msg_type_t type,
+void mca_btl_ofi_msg_on(mca_btl_ofi_rail_t *rail, enum mca_btl_ofi_msg_type_t type,
                         mca_btl_ofi_msg_fn_t fn)
 {
-    module->msg->handlers[type] = fn;
+    rail->msg->handlers[type] = fn;
 }
 
-void mca_btl_ofi_msg_deregister(mca_btl_ofi_module_t *module)
+void mca_btl_ofi_msg_deregister(mca_btl_ofi_rail_t *rail)
 {
-    if (NULL != module->msg && NULL != module->msg->bufs_reg) {
-        mca_btl_ofi_reg_destroy(module->msg->bufs_reg);
-        module->msg->bufs_reg = NULL;
+    if (NULL != rail->msg && NULL != rail->msg->bufs_reg) {
+        mca_btl_ofi_reg_destroy(rail->msg->bufs_reg);
+        rail->msg->bufs_reg = NULL;
     }
 }
 
-void mca_btl_ofi_msg_stop(mca_btl_ofi_module_t *module)
+void mca_btl_ofi_msg_stop(mca_btl_ofi_rail_t *rail)
 {
-    struct mca_btl_ofi_msg_t *msg = module->msg;
+    struct mca_btl_ofi_msg_t *msg = rail->msg;
 
     if (NULL == msg) {
         return;
     }
-    module->msg = NULL;
-    module->msg_progress = NULL;
-    mca_btl_ofi_msg_deregister(module);
+    rail->msg = NULL;
+    rail->msg_progress = NULL;
+    mca_btl_ofi_msg_deregister(rail);
     /* the endpoint is closed (a failed NIC's: never called again): nothing completes into
      * these any more */
     mca_btl_ofi_msg_free(msg);
@@ -239,9 +239,9 @@ void mca_btl_ofi_msg_stop(mca_btl_ofi_module_t *module)
 /* ---- receiving ----------------------------------------------------------- */
 
 /* Hand one received message to its handler, if it is one of ours and whole. */
-static void mca_btl_ofi_msg_dispatch(mca_btl_ofi_module_t *module, const void *buf)
+static void mca_btl_ofi_msg_dispatch(mca_btl_ofi_rail_t *rail, const void *buf)
 {
-    const struct mca_btl_ofi_msg_t *msg = module->msg;
+    const struct mca_btl_ofi_msg_t *msg = rail->msg;
     mca_btl_ofi_msg_header_t header;
     mca_btl_ofi_msg_fn_t handler = NULL;
 
@@ -256,18 +256,18 @@ static void mca_btl_ofi_msg_dispatch(mca_btl_ofi_module_t *module, const void *b
                                             "dropped");
         return;
     }
-    handler(module, mca_btl_ofi_endpoint_by_name(module, &header.origin), buf, header.bytes);
+    handler(rail, mca_btl_ofi_endpoint_by_name(rail, &header.origin), buf, header.bytes);
 }
 
 /* A receive buffer got a message (or an error): act on it and post the buffer again. */
-static void mca_btl_ofi_msg_received(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op,
+static void mca_btl_ofi_msg_received(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op,
                                      int status)
 {
     if (OPAL_SUCCESS == status) {
-        mca_btl_ofi_msg_dispatch(module, op->local_address);
+        mca_btl_ofi_msg_dispatch(rail, op->local_address);
     }
-    if (module->initialized) {
-        mca_btl_ofi_msg_post_recv(module, op);
+    if (rail->initialized) {
+        mca_btl_ofi_msg_post_recv(rail, op);
     }
 }
 
@@ -286,58 +286,58 @@ void mca_btl_ofi_msg_header_init(mca_btl_ofi_msg_header_t *header,
 
 /* A message is lost for good after its sender was told it went: no answer will come, so
  * the operation waiting for one fails (its callback gets OPAL_ERROR, MPI an error). */
-static void mca_btl_ofi_msg_lost(mca_btl_ofi_module_t *module, mca_btl_ofi_msg_out_t *out)
+static void mca_btl_ofi_msg_lost(mca_btl_ofi_rail_t *rail, mca_btl_ofi_msg_out_t *out)
 {
     if (NULL != out->waiting) {
         opal_output_verbose(1, mca_btl_ofi_output,
                             MCA_BTL_OFI_LOG "a request to %s was lost: its operation fails",
                             OPAL_NAME_PRINT(out->endpoint->proc->proc_name));
-        mca_btl_ofi_op_finish(module, out->waiting, OPAL_ERROR);
+        mca_btl_ofi_op_finish(rail, out->waiting, OPAL_ERROR);
         out->waiting = NULL;
     }
 }
 
 /* A message sent from its copy (no inject) completed. */
-static void mca_btl_ofi_msg_sent(mca_btl_ofi_module_t *module, mca_btl_ofi_op_t *op, int status)
+static void mca_btl_ofi_msg_sent(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op, int status)
 {
     mca_btl_ofi_msg_out_t *out = (mca_btl_ofi_msg_out_t *)op->local_address;
 
     /* a failure was reported by the completion queue already (cq-error) */
     if (OPAL_SUCCESS != status) {
-        mca_btl_ofi_msg_lost(module, out);
+        mca_btl_ofi_msg_lost(rail, out);
     }
     OBJ_RELEASE(out);
-    mca_btl_ofi_op_release(module, op);
+    mca_btl_ofi_op_release(rail, op);
 }
 
 /*
  * Post one message. OPAL_SUCCESS: the provider has it; OPAL_ERR_OUT_OF_RESOURCE:
  * -FI_EAGAIN (or no operation context), keep it; OPAL_ERROR: failed, and it is gone.
  */
-static int mca_btl_ofi_msg_post(mca_btl_ofi_module_t *module, mca_btl_ofi_msg_out_t *out)
+static int mca_btl_ofi_msg_post(mca_btl_ofi_rail_t *rail, mca_btl_ofi_msg_out_t *out)
 {
     struct mca_btl_base_endpoint_t *endpoint = out->endpoint;
     mca_btl_ofi_op_t *op;
     void *desc;
     int rc;
 
-    op = mca_btl_ofi_op_alloc(module, mca_btl_ofi_msg_sent, endpoint, out, NULL, NULL, NULL, NULL);
+    op = mca_btl_ofi_op_alloc(rail, mca_btl_ofi_msg_sent, endpoint, out, NULL, NULL, NULL, NULL);
     if (NULL == op) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    if (out->bytes <= module->msg->inject_size) {
+    if (out->bytes <= rail->msg->inject_size) {
         /* an inject's buffer is free again at once: done when posted */
         rc = mca_btl_ofi_post_result(
-            module, op, fi_inject(module->ep, out->data, out->bytes, endpoint->peer_addr),
+            rail, op, fi_inject(rail->ep, out->data, out->bytes, endpoint->peer_addr),
             "fi_inject (message)");
         if (OPAL_SUCCESS == rc) {
-            mca_btl_ofi_msg_sent(module, op, OPAL_SUCCESS);
+            mca_btl_ofi_msg_sent(rail, op, OPAL_SUCCESS);
         }
-    } else if (!mca_btl_ofi_op_desc(module, op, out->data, out->bytes, &desc)) {
+    } else if (!mca_btl_ofi_op_desc(rail, op, out->data, out->bytes, &desc)) {
         rc = OPAL_ERROR; /* no registration for it; op was released */
     } else {
-        rc = mca_btl_ofi_post_result(module, op,
-                                     fi_send(module->ep, out->data, out->bytes, desc,
+        rc = mca_btl_ofi_post_result(rail, op,
+                                     fi_send(rail->ep, out->data, out->bytes, desc,
                                              endpoint->peer_addr, &op->fi_ctx),
                                      "fi_send (message)");
     }
@@ -347,16 +347,16 @@ static int mca_btl_ofi_msg_post(mca_btl_ofi_module_t *module, mca_btl_ofi_msg_ou
     return rc;
 }
 
-static void mca_btl_ofi_msg_queue(mca_btl_ofi_module_t *module, mca_btl_ofi_msg_out_t *out)
+static void mca_btl_ofi_msg_queue(mca_btl_ofi_rail_t *rail, mca_btl_ofi_msg_out_t *out)
 {
-    OPAL_THREAD_LOCK(&module->msg->lock);
-    opal_list_append(&module->msg->queued, &out->super);
-    OPAL_THREAD_UNLOCK(&module->msg->lock);
+    OPAL_THREAD_LOCK(&rail->msg->lock);
+    opal_list_append(&rail->msg->queued, &out->super);
+    OPAL_THREAD_UNLOCK(&rail->msg->lock);
 }
 
 /* Copy head and data into a new message and send it (or queue it after -FI_EAGAIN);
  * waiting: see mca_btl_ofi_msg_out_t. */
-static int mca_btl_ofi_msg_copy_send(mca_btl_ofi_module_t *module,
+static int mca_btl_ofi_msg_copy_send(mca_btl_ofi_rail_t *rail,
                                      struct mca_btl_base_endpoint_t *endpoint, const void *head,
                                      size_t head_bytes, const void *data, size_t bytes,
                                      mca_btl_ofi_op_t *waiting)
@@ -385,48 +385,48 @@ static int mca_btl_ofi_msg_copy_send(mca_btl_ofi_module_t *module,
     if (bytes > 0) {
         memcpy((char *)out->data + head_bytes, data, bytes);
     }
-    rc = mca_btl_ofi_msg_post(module, out);
+    rc = mca_btl_ofi_msg_post(rail, out);
     if (OPAL_ERR_OUT_OF_RESOURCE == rc) {
-        mca_btl_ofi_msg_queue(module, out);
+        mca_btl_ofi_msg_queue(rail, out);
         return OPAL_SUCCESS;
     }
     return rc;
 }
 
-int mca_btl_ofi_msg_send(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoint_t *endpoint,
+int mca_btl_ofi_msg_send(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
                          const void *msg, size_t bytes)
 {
     if (bytes > MCA_BTL_OFI_MSG_SMALL) {
         return OPAL_ERR_BAD_PARAM;
     }
-    return mca_btl_ofi_msg_copy_send(module, endpoint, msg, bytes, NULL, 0, NULL);
+    return mca_btl_ofi_msg_copy_send(rail, endpoint, msg, bytes, NULL, 0, NULL);
 }
 
-int mca_btl_ofi_msg_request(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoint_t *endpoint,
+int mca_btl_ofi_msg_request(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
                             const void *msg, size_t bytes, mca_btl_ofi_op_t *waiting)
 {
     if (bytes > MCA_BTL_OFI_MSG_SMALL) {
         return OPAL_ERR_BAD_PARAM;
     }
-    return mca_btl_ofi_msg_copy_send(module, endpoint, msg, bytes, NULL, 0, waiting);
+    return mca_btl_ofi_msg_copy_send(rail, endpoint, msg, bytes, NULL, 0, waiting);
 }
 
-int mca_btl_ofi_msg_send_data(mca_btl_ofi_module_t *module,
+int mca_btl_ofi_msg_send_data(mca_btl_ofi_rail_t *rail,
                               struct mca_btl_base_endpoint_t *endpoint, const void *head,
                               size_t head_bytes, const void *data, size_t bytes)
 {
-    return mca_btl_ofi_msg_copy_send(module, endpoint, head, head_bytes, data, bytes, NULL);
+    return mca_btl_ofi_msg_copy_send(rail, endpoint, head, head_bytes, data, bytes, NULL);
 }
 
-size_t mca_btl_ofi_msg_largest(const mca_btl_ofi_module_t *module)
+size_t mca_btl_ofi_msg_largest(const mca_btl_ofi_rail_t *rail)
 {
-    return NULL == module->msg ? 0 : module->msg->largest;
+    return NULL == rail->msg ? 0 : rail->msg->largest;
 }
 
 /* Progress: send again what the provider refused before. */
-static void mca_btl_ofi_msg_progress(mca_btl_ofi_module_t *module)
+static void mca_btl_ofi_msg_progress(mca_btl_ofi_rail_t *rail)
 {
-    struct mca_btl_ofi_msg_t *msg = module->msg;
+    struct mca_btl_ofi_msg_t *msg = rail->msg;
     opal_list_t retry;
     opal_list_item_t *item;
 
@@ -438,16 +438,16 @@ static void mca_btl_ofi_msg_progress(mca_btl_ofi_module_t *module)
     while (NULL != (item = opal_list_remove_first(&retry))) {
         mca_btl_ofi_msg_out_t *out = (mca_btl_ofi_msg_out_t *)item;
         mca_btl_ofi_op_t *waiting = out->waiting;
-        int rc = mca_btl_ofi_msg_post(module, out);
+        int rc = mca_btl_ofi_msg_post(rail, out);
 
         if (OPAL_ERR_OUT_OF_RESOURCE == rc) {
-            mca_btl_ofi_msg_queue(module, out);
+            mca_btl_ofi_msg_queue(rail, out);
         } else if (OPAL_ERROR == rc && NULL != waiting) {
             /* its sender was told it was queued; the post failed and out is gone */
             opal_output_verbose(1, mca_btl_ofi_output,
                                 MCA_BTL_OFI_LOG "a queued request could not be sent: its "
                                                 "operation fails");
-            mca_btl_ofi_op_finish(module, waiting, OPAL_ERROR);
+            mca_btl_ofi_op_finish(rail, waiting, OPAL_ERROR);
         }
     }
     OBJ_DESTRUCT(&retry);

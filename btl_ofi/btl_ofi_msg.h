@@ -8,7 +8,7 @@
 #ifndef MCA_BTL_OFI_MSG_H
 #define MCA_BTL_OFI_MSG_H
 
-#include "btl_ofi_module.h"
+#include "btl_ofi_rail.h"
 
 #include "opal/util/proc.h"
 
@@ -48,7 +48,7 @@ typedef struct mca_btl_ofi_msg_header_t {
  * Handles one received message (msg, bytes as the header says, checked to fit
  * the buffer) from origin. The buffer is posted again when it returns.
  */
-typedef void (*mca_btl_ofi_msg_fn_t)(mca_btl_ofi_module_t *module,
+typedef void (*mca_btl_ofi_msg_fn_t)(mca_btl_ofi_rail_t *rail,
                                      struct mca_btl_base_endpoint_t *origin, const void *msg,
                                      size_t bytes);
 
@@ -65,15 +65,15 @@ bool mca_btl_ofi_msg_prepare(struct fi_info **info);
 /**
  * After the endpoint is enabled and the MR mode negotiated: post receive
  * buffers of `largest` bytes (registered once under FI_MR_LOCAL) and set
- * module->msg. On failure module->msg stays NULL, with a verbose line.
+ * rail->msg. On failure rail->msg stays NULL, with a verbose line.
  *
  * @param largest (IN) the largest message a peer sends this process
  * @param buffers (IN) receive buffers to keep posted
  */
-void mca_btl_ofi_msg_start(mca_btl_ofi_module_t *module, size_t largest, int buffers);
+void mca_btl_ofi_msg_start(mca_btl_ofi_rail_t *rail, size_t largest, int buffers);
 
 /** Send handler for messages of `type` to fn (before any peer can send one). */
-void mca_btl_ofi_msg_on(mca_btl_ofi_module_t *module, enum mca_btl_ofi_msg_type_t type,
+void mca_btl_ofi_msg_on(mca_btl_ofi_rail_t *rail, enum mca_btl_ofi_msg_type_t type,
                         mca_btl_ofi_msg_fn_t fn);
 
 /** Fill a header: magic, type, bytes, this process as origin. */
@@ -89,7 +89,7 @@ void mca_btl_ofi_msg_header_init(mca_btl_ofi_msg_header_t *header,
  * @retval OPAL_SUCCESS sent or queued; OPAL_ERR_OUT_OF_RESOURCE no memory;
  *         OPAL_ERROR the provider failed it (verbose line)
  */
-int mca_btl_ofi_msg_send(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoint_t *endpoint,
+int mca_btl_ofi_msg_send(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
                          const void *msg, size_t bytes);
 
 /**
@@ -98,7 +98,7 @@ int mca_btl_ofi_msg_send(mca_btl_ofi_module_t *module, struct mca_btl_base_endpo
  * fails), op is finished with OPAL_ERROR, so it never waits for an answer that cannot
  * come. On a non-success return op is untouched (the caller releases it).
  */
-int mca_btl_ofi_msg_request(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoint_t *endpoint,
+int mca_btl_ofi_msg_request(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
                             const void *msg, size_t bytes, mca_btl_ofi_op_t *waiting);
 
 /**
@@ -109,18 +109,18 @@ int mca_btl_ofi_msg_request(mca_btl_ofi_module_t *module, struct mca_btl_base_en
  *
  * @retval as mca_btl_ofi_msg_send
  */
-int mca_btl_ofi_msg_send_data(mca_btl_ofi_module_t *module,
+int mca_btl_ofi_msg_send_data(mca_btl_ofi_rail_t *rail,
                               struct mca_btl_base_endpoint_t *endpoint, const void *head,
                               size_t head_bytes, const void *data, size_t bytes);
 
 /** The largest message this process receives (bytes of one receive buffer). */
-size_t mca_btl_ofi_msg_largest(const mca_btl_ofi_module_t *module);
+size_t mca_btl_ofi_msg_largest(const mca_btl_ofi_rail_t *rail);
 
 /** At finalize, before the fids are closed: release the receive buffers' registration. */
-void mca_btl_ofi_msg_deregister(mca_btl_ofi_module_t *module);
+void mca_btl_ofi_msg_deregister(mca_btl_ofi_rail_t *rail);
 
 /** At finalize, after the endpoint is closed: free buffers and queued messages. */
-void mca_btl_ofi_msg_stop(mca_btl_ofi_module_t *module);
+void mca_btl_ofi_msg_stop(mca_btl_ofi_rail_t *rail);
 
 END_C_DECLS
 

@@ -50,7 +50,7 @@ typedef struct mca_btl_ofi_rcache_t {
 
 static OBJ_CLASS_INSTANCE(mca_btl_ofi_rcache_t, opal_list_item_t, NULL, NULL);
 
-/* The caches of this process, for the hook (a process may have several modules). */
+/* The caches of this process, for the hook (a process may have several rails). */
 static opal_mutex_t mca_btl_ofi_rcaches_lock = OPAL_MUTEX_STATIC_INIT;
 static opal_list_t mca_btl_ofi_rcaches;
 static int mca_btl_ofi_rcaches_count;
@@ -136,18 +136,68 @@ static void mca_btl_ofi_rcache_collect(mca_btl_ofi_rcache_t *cache, opal_list_t 
     mca_btl_ofi_rcache_collect_to(cache, victims, cache->max_entries);
 }
 
-bool mca_btl_ofi_rcache_on(const mca_btl_ofi_module_t *module)
+bool mca_btl_ofi_rcache_on(const mca_btl_ofi_rail_t *rail)
 {
-    return NULL != module->rcache;
+    return NULL != rail->rcache;
 }
 
-void mca_btl_ofi_rcache_init(mca_btl_ofi_module_t *module)
+/* Open MPI's memory hooks, where they report freed and unmapped memory: the framework opened
+ * (Open MPI installs its hooks, memory/patcher, when a component opens it, as its ofi and ucx
+ * common code do; opened once per cache). false: the cache stays off (said at verbose 10). */
+static bool mca_btl_ofi_rcache_hooks(void)
 {
     const int needed = OPAL_MEMORY_FREE_SUPPORT | OPAL_MEMORY_MUNMAP_SUPPORT;
+
+    if (OPAL_SUCCESS != mca_base_framework_open(&opal_memory_base_framework, 0)) {
+        opal_output_verbose(10, mca_btl_ofi_output,
+                            MCA_BTL_OFI_LOG "registration cache off: Open MPI's memory framework "
+                                            "did not open");
+        return false;
+    }
+    if (needed != (opal_mem_hooks_support_level() & needed)) {
+        opal_output_verbose(10, mca_btl_ofi_output,
+                            MCA_BTL_OFI_LOG "registration cache off: Open MPI's memory hooks do "
+                                            "not report freed memory here (memory framework)");
+        (void)mca_base_framework_close(&opal_memory_base_framework);
+        return false;
+    }
+    return true;
+}
+
+static void mca_btl_ofi_rcache_free(mca_btl_ofi_rcache_t *cache)
+{
+    OBJ_DESTRUCT(&cache->gone);
+    OBJ_DESTRUCT(&cache->mru);
+    OBJ_DESTRUCT(&cache->lock);
+    OBJ_RELEASE(cache);
+    (void)mca_base_framework_close(&opal_memory_base_framework);
+}
+
+/* The cache on the process's list, which the release hook walks (registered with the first
+ * cache). false where the hook could not be registered. */
+static bool mca_btl_ofi_rcache_listed(mca_btl_ofi_rcache_t *cache)
+{
+    opal_mutex_lock(&mca_btl_ofi_rcaches_lock);
+    if (0 == mca_btl_ofi_rcaches_count) {
+        OBJ_CONSTRUCT(&mca_btl_ofi_rcaches, opal_list_t);
+        if (OPAL_SUCCESS != opal_mem_hooks_register_release(mca_btl_ofi_rcache_released, NULL)) {
+            OBJ_DESTRUCT(&mca_btl_ofi_rcaches);
+            opal_mutex_unlock(&mca_btl_ofi_rcaches_lock);
+            return false;
+        }
+    }
+    ++mca_btl_ofi_rcaches_count;
+    opal_list_append(&mca_btl_ofi_rcaches, &cache->super);
+    opal_mutex_unlock(&mca_btl_ofi_rcaches_lock);
+    return true;
+}
+
+void mca_btl_ofi_rcache_init(mca_btl_ofi_rail_t *rail)
+{
     mca_btl_ofi_rcache_t *cache;
 
-    module->rcache = NULL;
-    if (!module->mr_local) {
+    rail->rcache = NULL;
+    if (!rail->mr_local) {
         return; /* local buffers need no registration at all (fi_mr(3), FI_MR_LOCAL) */
     }
     if (mca_btl_ofi_params.rcache_size <= 0) {
@@ -156,19 +206,7 @@ void mca_btl_ofi_rcache_init(mca_btl_ofi_module_t *module)
                             mca_btl_ofi_params.rcache_size);
         return;
     }
-    /* Open MPI installs its memory hooks (memory/patcher) when a component opens the
-     * memory framework, as its ofi and ucx common code do; opened once per cache. */
-    if (OPAL_SUCCESS != mca_base_framework_open(&opal_memory_base_framework, 0)) {
-        opal_output_verbose(10, mca_btl_ofi_output,
-                            MCA_BTL_OFI_LOG "registration cache off: Open MPI's memory framework "
-                                            "did not open");
-        return;
-    }
-    if (needed != (opal_mem_hooks_support_level() & needed)) {
-        opal_output_verbose(10, mca_btl_ofi_output,
-                            MCA_BTL_OFI_LOG "registration cache off: Open MPI's memory hooks do "
-                                            "not report freed memory here (memory framework)");
-        (void)mca_base_framework_close(&opal_memory_base_framework);
+    if (!mca_btl_ofi_rcache_hooks()) {
         return;
     }
     cache = OBJ_NEW(mca_btl_ofi_rcache_t);
@@ -181,36 +219,22 @@ void mca_btl_ofi_rcache_init(mca_btl_ofi_module_t *module)
     OBJ_CONSTRUCT(&cache->gone, opal_list_t);
     cache->entries = 0;
     cache->max_entries = (size_t)mca_btl_ofi_params.rcache_size;
-
-    opal_mutex_lock(&mca_btl_ofi_rcaches_lock);
-    if (0 == mca_btl_ofi_rcaches_count) {
-        OBJ_CONSTRUCT(&mca_btl_ofi_rcaches, opal_list_t);
-        if (OPAL_SUCCESS != opal_mem_hooks_register_release(mca_btl_ofi_rcache_released, NULL)) {
-            OBJ_DESTRUCT(&mca_btl_ofi_rcaches);
-            opal_mutex_unlock(&mca_btl_ofi_rcaches_lock);
-            OBJ_DESTRUCT(&cache->gone);
-            OBJ_DESTRUCT(&cache->mru);
-            OBJ_DESTRUCT(&cache->lock);
-            OBJ_RELEASE(cache);
-            (void)mca_base_framework_close(&opal_memory_base_framework);
-            opal_output_verbose(10, mca_btl_ofi_output,
-                                MCA_BTL_OFI_LOG "registration cache off: the memory release "
-                                                "hook could not be registered");
-            return;
-        }
+    if (!mca_btl_ofi_rcache_listed(cache)) {
+        mca_btl_ofi_rcache_free(cache);
+        opal_output_verbose(10, mca_btl_ofi_output,
+                            MCA_BTL_OFI_LOG "registration cache off: the memory release "
+                                            "hook could not be registered");
+        return;
     }
-    ++mca_btl_ofi_rcaches_count;
-    opal_list_append(&mca_btl_ofi_rcaches, &cache->super);
-    opal_mutex_unlock(&mca_btl_ofi_rcaches_lock);
-    module->rcache = cache;
+    rail->rcache = cache;
     opal_output_verbose(10, mca_btl_ofi_output,
                         MCA_BTL_OFI_LOG "registration cache on: up to %zu local registrations",
                         cache->max_entries);
 }
 
-void mca_btl_ofi_rcache_fini(mca_btl_ofi_module_t *module)
+void mca_btl_ofi_rcache_fini(mca_btl_ofi_rail_t *rail)
 {
-    mca_btl_ofi_rcache_t *cache = module->rcache;
+    mca_btl_ofi_rcache_t *cache = rail->rcache;
     opal_list_t victims;
 
     if (NULL == cache) {
@@ -224,7 +248,7 @@ void mca_btl_ofi_rcache_fini(mca_btl_ofi_module_t *module)
         OBJ_DESTRUCT(&mca_btl_ofi_rcaches);
     }
     opal_mutex_unlock(&mca_btl_ofi_rcaches_lock);
-    module->rcache = NULL;
+    rail->rcache = NULL;
 
     OBJ_CONSTRUCT(&victims, opal_list_t);
     opal_list_join(&victims, opal_list_get_end(&victims), &cache->gone);
@@ -257,9 +281,22 @@ static mca_btl_ofi_reg_t *mca_btl_ofi_rcache_find(mca_btl_ofi_rcache_t *cache, u
     return NULL;
 }
 
-mca_btl_ofi_reg_t *mca_btl_ofi_rcache_get(mca_btl_ofi_module_t *module, void *base, size_t size)
+/* A registration, or NULL once the provider refused it even after the cache gave back
+ * what it held idle (a NIC's registrations are few: cached ones must not starve a window). */
+mca_btl_ofi_reg_t *mca_btl_ofi_rcache_reg_create(mca_btl_ofi_rail_t *rail, void *base, size_t size)
 {
-    mca_btl_ofi_rcache_t *cache = module->rcache;
+    mca_btl_ofi_reg_t *reg = mca_btl_ofi_reg_create(rail, base, size);
+
+    if (NULL == reg && mca_btl_ofi_rcache_on(rail) && mca_btl_ofi_rcache_shrink(rail) > 0) {
+        reg = mca_btl_ofi_reg_create(rail, base, size);
+    }
+    return reg;
+}
+
+
+mca_btl_ofi_reg_t *mca_btl_ofi_rcache_get(mca_btl_ofi_rail_t *rail, void *base, size_t size)
+{
+    mca_btl_ofi_rcache_t *cache = rail->rcache;
     const size_t page = mca_btl_ofi_page_size();
     uintptr_t lo = (uintptr_t)base & ~(page - 1);
     uintptr_t hi = ((uintptr_t)base + (size ? size : 1) + page - 1) & ~(page - 1);
@@ -276,7 +313,7 @@ mca_btl_ofi_reg_t *mca_btl_ofi_rcache_get(mca_btl_ofi_module_t *module, void *ba
 
     /* The pages that hold the buffer are mapped, so registering all of them is allowed
      * under FI_MR_ALLOCATED too. */
-    reg = mca_btl_ofi_reg_create_pressed(module, (void *)lo, hi - lo);
+    reg = mca_btl_ofi_rcache_reg_create(rail, (void *)lo, hi - lo);
     if (NULL == reg) {
         return NULL;
     }
@@ -297,9 +334,9 @@ mca_btl_ofi_reg_t *mca_btl_ofi_rcache_get(mca_btl_ofi_module_t *module, void *ba
     return reg;
 }
 
-void mca_btl_ofi_rcache_put(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t *reg)
+void mca_btl_ofi_rcache_put(mca_btl_ofi_rail_t *rail, mca_btl_ofi_reg_t *reg)
 {
-    mca_btl_ofi_rcache_t *cache = module->rcache;
+    mca_btl_ofi_rcache_t *cache = rail->rcache;
     opal_list_t victims;
 
     OBJ_CONSTRUCT(&victims, opal_list_t);
@@ -313,9 +350,9 @@ void mca_btl_ofi_rcache_put(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t *reg
     OBJ_DESTRUCT(&victims);
 }
 
-size_t mca_btl_ofi_rcache_shrink(mca_btl_ofi_module_t *module)
+size_t mca_btl_ofi_rcache_shrink(mca_btl_ofi_rail_t *rail)
 {
-    mca_btl_ofi_rcache_t *cache = module->rcache;
+    mca_btl_ofi_rcache_t *cache = rail->rcache;
     opal_list_t victims;
     size_t closed;
 

@@ -47,7 +47,6 @@
 
 #include "btl_ofi_params.h"
 #include "btl_ofi_pvar.h"
-#include "btl_ofi_rails.h"
 
 /* auto (-1): libfabric 2 and later. 1.17's tcp;ofi_rxm pays for a CQ with a wait
  * descriptor on every round trip (its progress then polls the wait set with epoll_wait),
@@ -58,15 +57,14 @@ static bool mca_btl_ofi_wake_on(void)
            (-1 == mca_btl_ofi_params.wake && FI_MAJOR(fi_version()) >= 2);
 }
 
-bool mca_btl_ofi_wake_wanted(const mca_btl_ofi_module_t *module)
+bool mca_btl_ofi_wake_wanted(const mca_btl_ofi_rail_t *rail)
 {
     if (!MCA_BTL_OFI_HAVE_IO_URING || !mca_btl_ofi_wake_on() ||
         0 == mca_btl_ofi_params.idle_poll_ratio ||
-        FI_PROGRESS_MANUAL != module->info->domain_attr->data_progress || 1 == module->slot) {
+        FI_PROGRESS_MANUAL != rail->info->domain_attr->data_progress) {
         return false;
     }
-    return module->slot >= 2 || NULL != mca_btl_ofi_rails_wanted(module) ||
-           mca_btl_ofi_rails_stripes_wanted(module);
+    return rail->config.paced;
 }
 
 #if MCA_BTL_OFI_HAVE_IO_URING
@@ -172,9 +170,9 @@ static int mca_btl_ofi_wake_submit(mca_btl_ofi_wake_ring_t *ring, int fd)
     return 0;
 }
 
-void mca_btl_ofi_wake_settle(mca_btl_ofi_module_t *module)
+void mca_btl_ofi_wake_settle(mca_btl_ofi_rail_t *rail)
 {
-    mca_btl_ofi_wake_ring_t *ring = module->wake_ring;
+    mca_btl_ofi_wake_ring_t *ring = rail->wake_ring;
     unsigned head = __atomic_load_n(ring->cq_head, __ATOMIC_RELAXED);
 
     if (head == __atomic_load_n(ring->cq_tail, __ATOMIC_ACQUIRE)) {
@@ -183,22 +181,22 @@ void mca_btl_ofi_wake_settle(mca_btl_ofi_module_t *module)
                       0);
     }
     if (head == __atomic_load_n(ring->cq_tail, __ATOMIC_ACQUIRE)) {
-        __atomic_store_n(&module->wake_state, MCA_BTL_OFI_WAKE_ARMED, __ATOMIC_RELEASE);
+        __atomic_store_n(&rail->wake_state, MCA_BTL_OFI_WAKE_ARMED, __ATOMIC_RELEASE);
         return;
     }
     /* FIRED: no other thread touches the head meanwhile */
     __atomic_store_n(ring->cq_head, head + 1, __ATOMIC_RELEASE);
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_WOKEN, 1);
-    __atomic_store_n(&module->wake_state, MCA_BTL_OFI_WAKE_IDLE, __ATOMIC_RELEASE);
+    __atomic_store_n(&rail->wake_state, MCA_BTL_OFI_WAKE_IDLE, __ATOMIC_RELEASE);
 }
 
-void mca_btl_ofi_wake_attach(mca_btl_ofi_module_t *module)
+void mca_btl_ofi_wake_attach(mca_btl_ofi_rail_t *rail)
 {
-    const char *domain = module->info->domain_attr->name;
+    const char *domain = rail->info->domain_attr->name;
     int fd = -1, rc;
 
-    module->wake_state = MCA_BTL_OFI_WAKE_NONE;
-    rc = fi_control(&module->cq->fid, FI_GETWAIT, &fd);
+    rail->wake_state = MCA_BTL_OFI_WAKE_NONE;
+    rc = fi_control(&rail->cq->fid, FI_GETWAIT, &fd);
     if (0 != rc || 0 > fd) {
         opal_output_verbose(10, mca_btl_ofi_output,
                             MCA_BTL_OFI_LOG "%s: no wait descriptor of its CQ (%s): read at "
@@ -206,84 +204,84 @@ void mca_btl_ofi_wake_attach(mca_btl_ofi_module_t *module)
                             domain, fi_strerror(-rc));
         return;
     }
-    module->wake_ring = mca_btl_ofi_wake_ring_new();
-    if (NULL == module->wake_ring) {
+    rail->wake_ring = mca_btl_ofi_wake_ring_new();
+    if (NULL == rail->wake_ring) {
         opal_output_verbose(10, mca_btl_ofi_output,
                             MCA_BTL_OFI_LOG "%s: no io_uring here (io_uring_setup: %s): its CQ "
                                             "is read at the pace alone",
                             domain, strerror(errno));
         return;
     }
-    module->wake_fd = fd;
-    module->wake_passes = 0;
-    module->wake_state = MCA_BTL_OFI_WAKE_IDLE;
+    rail->wake_fd = fd;
+    rail->wake_passes = 0;
+    rail->wake_state = MCA_BTL_OFI_WAKE_IDLE;
     opal_output_verbose(10, mca_btl_ofi_output,
                         MCA_BTL_OFI_LOG "%s: its CQ is left unread while idle, until an "
                                         "io_uring poll of its descriptor completes",
                         domain);
 }
 
-void mca_btl_ofi_wake_detach(mca_btl_ofi_module_t *module)
+void mca_btl_ofi_wake_detach(mca_btl_ofi_rail_t *rail)
 {
-    if (NULL != module->wake_ring) {
-        mca_btl_ofi_wake_ring_free(module->wake_ring);
-        module->wake_ring = NULL;
+    if (NULL != rail->wake_ring) {
+        mca_btl_ofi_wake_ring_free(rail->wake_ring);
+        rail->wake_ring = NULL;
     }
-    module->wake_state = MCA_BTL_OFI_WAKE_NONE;
+    rail->wake_state = MCA_BTL_OFI_WAKE_NONE;
 }
 
-bool mca_btl_ofi_wake_arm(mca_btl_ofi_module_t *module, uint64_t now)
+bool mca_btl_ofi_wake_arm(mca_btl_ofi_rail_t *rail, uint64_t now)
 {
-    struct fid *cq = &module->cq->fid;
+    struct fid *cq = &rail->cq->fid;
     int idle = MCA_BTL_OFI_WAKE_IDLE, rc;
 
     /* one thread arms it (several may make progress) */
-    if (!__atomic_compare_exchange_n(&module->wake_state, &idle, MCA_BTL_OFI_WAKE_ARMING, false,
+    if (!__atomic_compare_exchange_n(&rail->wake_state, &idle, MCA_BTL_OFI_WAKE_ARMING, false,
                                      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
         return MCA_BTL_OFI_WAKE_ARMED == idle;
     }
     /* 0: nothing is left for this process's calls to do, the descriptor tells the rest */
-    if (0 != fi_trywait(module->fabric, &cq, 1)) {
-        __atomic_store_n(&module->wake_state, MCA_BTL_OFI_WAKE_IDLE, __ATOMIC_RELEASE);
+    if (0 != fi_trywait(rail->fabric, &cq, 1)) {
+        __atomic_store_n(&rail->wake_state, MCA_BTL_OFI_WAKE_IDLE, __ATOMIC_RELEASE);
         return false;
     }
-    rc = mca_btl_ofi_wake_submit(module->wake_ring, module->wake_fd);
+    rc = mca_btl_ofi_wake_submit(rail->wake_ring, rail->wake_fd);
     if (0 != rc) {
-        /* the module stays ARMING, which nothing arms or fires: the pace alone (its ring,
+        /* the rail stays ARMING, which nothing arms or fires: the pace alone (its ring,
          * a pending poll perhaps with it, goes at finalize) */
         opal_output_verbose(1, mca_btl_ofi_output,
                             MCA_BTL_OFI_LOG "%s: io_uring poll not submitted (%s): its CQ is "
                                             "read at the pace alone from now on",
-                            module->info->domain_attr->name, strerror(rc));
+                            rail->info->domain_attr->name, strerror(rc));
         return false;
     }
-    module->wake_passes = 0;
-    module->wake_safety_next = now + MCA_BTL_OFI_WAKE_SAFETY_NS;
-    __atomic_store_n(&module->wake_state, MCA_BTL_OFI_WAKE_ARMED, __ATOMIC_RELEASE);
+    rail->wake_passes = 0;
+    rail->wake_safety_next = now + MCA_BTL_OFI_WAKE_SAFETY_NS;
+    __atomic_store_n(&rail->wake_state, MCA_BTL_OFI_WAKE_ARMED, __ATOMIC_RELEASE);
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_ARMED, 1);
     return true;
 }
 
 #else /* no io_uring: mca_btl_ofi_wake_wanted says no, so none of these is reached */
 
-void mca_btl_ofi_wake_settle(mca_btl_ofi_module_t *module)
+void mca_btl_ofi_wake_settle(mca_btl_ofi_rail_t *rail)
 {
-    (void)module;
+    (void)rail;
 }
 
-void mca_btl_ofi_wake_attach(mca_btl_ofi_module_t *module)
+void mca_btl_ofi_wake_attach(mca_btl_ofi_rail_t *rail)
 {
-    module->wake_state = MCA_BTL_OFI_WAKE_NONE;
+    rail->wake_state = MCA_BTL_OFI_WAKE_NONE;
 }
 
-void mca_btl_ofi_wake_detach(mca_btl_ofi_module_t *module)
+void mca_btl_ofi_wake_detach(mca_btl_ofi_rail_t *rail)
 {
-    module->wake_state = MCA_BTL_OFI_WAKE_NONE;
+    rail->wake_state = MCA_BTL_OFI_WAKE_NONE;
 }
 
-bool mca_btl_ofi_wake_arm(mca_btl_ofi_module_t *module, uint64_t now)
+bool mca_btl_ofi_wake_arm(mca_btl_ofi_rail_t *rail, uint64_t now)
 {
-    (void)module;
+    (void)rail;
     (void)now;
     return false;
 }
