@@ -29,9 +29,11 @@ FLOORS = [
     ["btl_ofi_ops.c"],
     ["btl_ofi_register.c", "btl_ofi_fault.c", "btl_ofi_endpoint.c"],
     ["btl_ofi_rcache.c", "btl_ofi_device.c"],
-    ["btl_ofi_mr.c", "btl_ofi_wake.c", "btl_ofi_discovery.c", "btl_ofi_filter.c",
-     "btl_ofi_explain.c", "btl_ofi_negotiate.c"],
-    ["btl_ofi_params.c", "btl_ofi_topo.c"],
+    ["btl_ofi_mr.c", "btl_ofi_wake.c", "btl_ofi_discovery.c"],
+    ["btl_ofi_explain.c"],
+    ["btl_ofi_hints.c"],
+    ["btl_ofi_filter.c", "btl_ofi_topo.c"],
+    ["btl_ofi_params.c"],
     ["btl_ofi_report.c", "btl_ofi_pvar.c", "btl_ofi_reg_pool.c"],
 ]
 # Calls from a lower floor to a higher one, each with the reason it must go up (at most 3).
