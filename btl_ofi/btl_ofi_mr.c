@@ -150,8 +150,8 @@ void mca_btl_ofi_reg_failed(mca_btl_ofi_rail_t *rail, size_t size)
     snprintf(bytes, sizeof(bytes), "%zu", size);
     snprintf(error, sizeof(error), "%s (%d)", fi_strerror(-rail->reg_error), rail->reg_error);
     snprintf(held, sizeof(held), "%" PRIu64,
-             (uint64_t)atomic_load(&mca_btl_ofi_counters[MCA_BTL_OFI_CNT_REGISTRATIONS_LIVE]) +
-                 (uint64_t)atomic_load(&mca_btl_ofi_counters[MCA_BTL_OFI_CNT_RCACHE_ENTRIES]));
+             mca_btl_ofi_counter_read(MCA_BTL_OFI_CNT_REGISTRATIONS_LIVE) +
+                 mca_btl_ofi_counter_read(MCA_BTL_OFI_CNT_RCACHE_ENTRIES));
     mca_btl_ofi_report_now("register-failed", rail->info->fabric_attr->prov_name, bytes, error,
                            held, NULL);
 }

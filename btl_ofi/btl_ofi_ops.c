@@ -211,37 +211,55 @@ static void mca_btl_ofi_repost_deferred(mca_btl_ofi_rail_t *rail)
     OBJ_DESTRUCT(&ready);
 }
 
-int mca_btl_ofi_rail_progress(mca_btl_ofi_rail_t *rail)
+/*
+ * Completions a progress call on this thread has read and whose handlers run: a batch per
+ * call, innermost first. A handler may start an operation and, refused for want of room, spin
+ * in opal_progress (osc/rdma's accumulate and compare-and-swap paths do) while the rest of its
+ * batch waits behind it; those completions hold the room shut, and only handling them opens it.
+ * So a progress call on a rail first handles what an outer call on this thread read from that
+ * rail and has not handled yet. No locked instruction: a thread's batches are its own.
+ */
+typedef struct mca_btl_ofi_batch_t {
+    mca_btl_ofi_rail_t *rail;
+    struct fi_cq_entry *entries;
+    ssize_t next, count;
+    struct mca_btl_ofi_batch_t *outer;
+} mca_btl_ofi_batch_t;
+
+static __thread mca_btl_ofi_batch_t *mca_btl_ofi_batches __attribute__((tls_model("initial-exec")));
+
+/* Handle what is left of batch, in order. @return how many were handled */
+static int mca_btl_ofi_batch_handle(mca_btl_ofi_batch_t *batch)
 {
-    struct fi_cq_entry entries[MCA_BTL_OFI_MAX_CQ_BATCH];
-    ssize_t count;
+    int handled = 0;
 
-    if (OPAL_UNLIKELY(atomic_load_explicit(&rail->failed, memory_order_relaxed))) {
-        return 0;
-    }
-    mca_btl_ofi_repost_deferred(rail);
-    if (NULL != rail->msg_progress) {
-        rail->msg_progress(rail);
-    }
-    if (NULL != rail->co_progress) {
-        rail->co_progress(rail);
-    }
+    while (batch->next < batch->count) {
+        struct fi_cq_entry *entry = &batch->entries[batch->next++];
 
-    mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_POLLS, 1);
-    count = fi_cq_read(rail->cq, entries, (size_t)mca_btl_ofi_params.progress_batch);
-    if (count > 0) {
-        rail->stall_since = 0;
-        mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_ENTRIES, (uint64_t)count);
-        /* out of the CQ: no longer held against the room for new operations, while their
-         * handlers run one after another (mca_btl_ofi_op_room) */
-        atomic_fetch_add(&rail->reaped, (int_fast64_t)count);
-        for (ssize_t i = 0; i < count; ++i) {
-            mca_btl_ofi_op_t *op = container_of(entries[i].op_context, mca_btl_ofi_op_t, fi_ctx);
-            mca_btl_ofi_op_complete(rail, op, OPAL_SUCCESS);
-            atomic_fetch_sub(&rail->reaped, 1);
+        mca_btl_ofi_op_complete(batch->rail,
+                                container_of(entry->op_context, mca_btl_ofi_op_t, fi_ctx),
+                                OPAL_SUCCESS);
+        ++handled;
+    }
+    return handled;
+}
+
+/* What outer calls on this thread read from rail and have not handled, handled now. */
+static int mca_btl_ofi_batch_outer(mca_btl_ofi_rail_t *rail)
+{
+    int handled = 0;
+
+    for (mca_btl_ofi_batch_t *b = mca_btl_ofi_batches; NULL != b; b = b->outer) {
+        if (b->rail == rail) {
+            handled += mca_btl_ofi_batch_handle(b);
         }
-        return (int)count;
     }
+    return handled;
+}
+
+/* An empty read, or an error: what it means. */
+static int mca_btl_ofi_cq_nothing(mca_btl_ofi_rail_t *rail, ssize_t count)
+{
     if (-FI_EAVAIL == count) {
         rail->stall_since = 0;
         mca_btl_ofi_cq_error(rail);
@@ -257,6 +275,42 @@ int mca_btl_ofi_rail_progress(mca_btl_ofi_rail_t *rail)
                             fi_strerror((int)-count));
     }
     return 0;
+}
+
+int mca_btl_ofi_rail_progress(mca_btl_ofi_rail_t *rail)
+{
+    struct fi_cq_entry entries[MCA_BTL_OFI_MAX_CQ_BATCH];
+    mca_btl_ofi_batch_t batch;
+    int handled;
+
+    if (OPAL_UNLIKELY(atomic_load_explicit(&rail->failed, memory_order_relaxed))) {
+        return 0;
+    }
+    if (OPAL_UNLIKELY(NULL != mca_btl_ofi_batches) && 0 != (handled = mca_btl_ofi_batch_outer(rail))) {
+        return handled;
+    }
+    mca_btl_ofi_repost_deferred(rail);
+    if (NULL != rail->msg_progress) {
+        rail->msg_progress(rail);
+    }
+    if (NULL != rail->co_progress) {
+        rail->co_progress(rail);
+    }
+    mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_POLLS, 1);
+    batch.count = fi_cq_read(rail->cq, entries, (size_t)mca_btl_ofi_params.progress_batch);
+    if (batch.count <= 0) {
+        return mca_btl_ofi_cq_nothing(rail, batch.count);
+    }
+    rail->stall_since = 0;
+    mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_ENTRIES, (uint64_t)batch.count);
+    batch.rail = rail;
+    batch.entries = entries;
+    batch.next = 0;
+    batch.outer = mca_btl_ofi_batches;
+    mca_btl_ofi_batches = &batch;
+    (void)mca_btl_ofi_batch_handle(&batch);
+    mca_btl_ofi_batches = batch.outer;
+    return (int)batch.count;
 }
 
 int mca_btl_ofi_progress_wait(mca_btl_ofi_rail_t *rail)

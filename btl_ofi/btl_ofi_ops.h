@@ -95,18 +95,16 @@ static inline uint64_t mca_btl_ofi_inject_key(uint64_t key)
  * each at the limit can still answer each other. false: OPAL_ERR_OUT_OF_RESOURCE, try
  * again (osc/rdma progresses and retries).
  *
- * Operations whose completions a progress call has read and not yet handled (reaped)
- * hold no CQ entry, so they do not count: a completion callback that starts an
- * operation, and on OPAL_ERR_OUT_OF_RESOURCE calls opal_progress until it may (osc/rdma
- * does), runs while the rest of its batch waits behind it; counted, those would keep
- * the room shut that only their handling opens, and the callback would spin forever.
+ * Operations whose completions a progress call has read and not yet handled count too
+ * (they no longer hold a CQ entry: counting them errs on the safe side). A completion
+ * callback that starts an operation and, refused, calls opal_progress until it may
+ * (osc/rdma does) gets room from that progress: a progress call on a rail first handles
+ * what an outer one on the same thread read from it (btl_ofi_ops.c).
  */
 static inline bool mca_btl_ofi_op_room(const mca_btl_ofi_rail_t *rail)
 {
     return 0 == rail->op_limit ||
-           atomic_load_explicit(&rail->outstanding, memory_order_relaxed) -
-                   atomic_load_explicit(&rail->reaped, memory_order_relaxed) <
-               rail->op_limit;
+           atomic_load_explicit(&rail->outstanding, memory_order_relaxed) < rail->op_limit;
 }
 
 /**

@@ -8,6 +8,9 @@
 
 #include "btl_ofi_pvar.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "opal/mca/base/mca_base_pvar.h"
 
 static const struct {
@@ -202,11 +205,46 @@ static const struct {
 
 atomic_uint_fast64_t mca_btl_ofi_counters[MCA_BTL_OFI_CNT_MAX];
 
-/* The counter is the pvar's ctx; the third argument is the (unused) bound object. */
+__thread mca_btl_ofi_counter_block_t *mca_btl_ofi_thread_counters
+    __attribute__((tls_model("initial-exec")));
+
+/* Every thread's block, newest first; blocks stay listed (and their counts kept) when their
+ * thread ends. */
+static mca_btl_ofi_counter_block_t *_Atomic mca_btl_ofi_counter_blocks;
+
+mca_btl_ofi_counter_block_t *mca_btl_ofi_counters_join(void)
+{
+    mca_btl_ofi_counter_block_t *mine = NULL;
+
+    /* a cache line of its own: no other thread's counting writes near it */
+    if (0 != posix_memalign((void **)&mine, 64, sizeof(*mine))) {
+        return NULL;
+    }
+    memset(mine, 0, sizeof(*mine));
+    mine->next = atomic_load(&mca_btl_ofi_counter_blocks);
+    while (!atomic_compare_exchange_weak(&mca_btl_ofi_counter_blocks, &mine->next, mine)) {
+    }
+    mca_btl_ofi_thread_counters = mine;
+    return mine;
+}
+
+uint64_t mca_btl_ofi_counter_read(enum mca_btl_ofi_counter_id_t id)
+{
+    uint64_t sum = atomic_load(&mca_btl_ofi_counters[id]);
+
+    for (mca_btl_ofi_counter_block_t *b = atomic_load(&mca_btl_ofi_counter_blocks); NULL != b;
+         b = b->next) {
+        sum += atomic_load_explicit(&b->value[id], memory_order_relaxed);
+    }
+    return sum;
+}
+
+/* The counter's id is the pvar's ctx; the third argument is the (unused) bound object. */
 static int mca_btl_ofi_pvar_read(const struct mca_base_pvar_t *pvar, void *value, void *obj)
 {
     (void)obj;
-    *(unsigned long *)value = (unsigned long)atomic_load((atomic_uint_fast64_t *)pvar->ctx);
+    *(unsigned long *)value =
+        (unsigned long)mca_btl_ofi_counter_read((enum mca_btl_ofi_counter_id_t)(intptr_t)pvar->ctx);
     return OPAL_SUCCESS;
 }
 
@@ -219,7 +257,7 @@ int mca_btl_ofi_pvar_register(const mca_base_component_t *component)
             mca_btl_ofi_counter_info[i].var_class, MCA_BASE_VAR_TYPE_UNSIGNED_LONG, NULL,
             MCA_BASE_VAR_BIND_NO_OBJECT,
             MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS, mca_btl_ofi_pvar_read,
-            NULL, NULL, &mca_btl_ofi_counters[i]);
+            NULL, NULL, (void *)(intptr_t)i);
         if (rc < 0) {
             return rc;
         }

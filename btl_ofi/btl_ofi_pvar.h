@@ -64,24 +64,57 @@ enum mca_btl_ofi_counter_id_t {
     MCA_BTL_OFI_CNT_MAX,
 };
 
-/** The counters' values, process-wide. */
+/** The counters' shared part: what mca_btl_ofi_uncount takes back and levels set once. */
 extern atomic_uint_fast64_t mca_btl_ofi_counters[MCA_BTL_OFI_CNT_MAX];
+
+/** A thread's own counters. Counting on the path of every operation is a relaxed load and
+ *  store of the thread's own cache lines, not a locked instruction on a line every thread
+ *  shares; a read sums every thread's with the shared part (mca_btl_ofi_counter_read). */
+typedef struct mca_btl_ofi_counter_block_t {
+    atomic_uint_fast64_t value[MCA_BTL_OFI_CNT_MAX];
+    struct mca_btl_ofi_counter_block_t *next;
+} mca_btl_ofi_counter_block_t;
+
+/** This thread's block, or NULL before its first count (initial-exec: one load off the
+ *  thread pointer, though the component is a dlopen()ed DSO; a pointer fits the static TLS
+ *  glibc keeps for such libraries). */
+extern __thread mca_btl_ofi_counter_block_t *mca_btl_ofi_thread_counters
+    __attribute__((tls_model("initial-exec")));
+
+/** Slow path of mca_btl_ofi_count: this thread's block, made and listed; NULL if out of
+ *  memory (the shared part counts then). */
+mca_btl_ofi_counter_block_t *mca_btl_ofi_counters_join(void);
 
 static inline void mca_btl_ofi_count(enum mca_btl_ofi_counter_id_t id, uint64_t n)
 {
-    atomic_fetch_add_explicit(&mca_btl_ofi_counters[id], n, memory_order_relaxed);
+    mca_btl_ofi_counter_block_t *mine = mca_btl_ofi_thread_counters;
+
+    if (OPAL_UNLIKELY(NULL == mine) && NULL == (mine = mca_btl_ofi_counters_join())) {
+        atomic_fetch_add_explicit(&mca_btl_ofi_counters[id], n, memory_order_relaxed);
+        return;
+    }
+    /* only this thread writes its block: no read-modify-write can interleave */
+    atomic_store_explicit(&mine->value[id],
+                          atomic_load_explicit(&mine->value[id], memory_order_relaxed) + n,
+                          memory_order_relaxed);
 }
 
+/** Take back n of a counter (levels that go down: registrations, peers); any thread. */
 static inline void mca_btl_ofi_uncount(enum mca_btl_ofi_counter_id_t id, uint64_t n)
 {
     atomic_fetch_sub_explicit(&mca_btl_ofi_counters[id], n, memory_order_relaxed);
 }
 
-/** Set a level counter (a value learned once, e.g. the negotiated MR mode). */
+/** Set a level counter that nothing counts (a value learned once, e.g. the negotiated MR
+ *  mode). */
 static inline void mca_btl_ofi_counter_set(enum mca_btl_ofi_counter_id_t id, uint64_t value)
 {
     atomic_store(&mca_btl_ofi_counters[id], value);
 }
+
+/** A counter's value: the shared part and every thread's (modulo 2^64, so that what one
+ *  thread counts and another takes back sums right). */
+uint64_t mca_btl_ofi_counter_read(enum mca_btl_ofi_counter_id_t id);
 
 /**
  * Register the counters as MPI_T performance variables.

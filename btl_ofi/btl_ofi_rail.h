@@ -120,9 +120,6 @@ struct mca_btl_ofi_rail_t {
 
     /** operations posted and not yet completed */
     atomic_int_fast64_t outstanding;
-    /** of those, the ones whose completion a progress call has read from the CQ and not yet
-     *  handled (mca_btl_ofi_op_room: they hold no CQ entry any more) */
-    atomic_int_fast64_t reaped;
     /** live registrations peers may reach (windows, osc/rdma's state and fragments): while
      *  none, Open MPI's progress loop does not read the CQ */
     atomic_int_fast64_t remote_regs;

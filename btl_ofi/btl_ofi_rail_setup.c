@@ -36,7 +36,6 @@ static void mca_btl_ofi_rail_construct(mca_btl_ofi_rail_t *rail)
     OBJ_CONSTRUCT(&rail->deferred_lock, opal_mutex_t);
     OBJ_CONSTRUCT(&rail->deferred, opal_list_t);
     atomic_store(&rail->outstanding, 0);
-    atomic_store(&rail->reaped, 0);
     atomic_store(&rail->remote_regs, 0);
     atomic_store(&rail->locating, 0);
     mca_btl_ofi_fault_construct(rail);

@@ -239,7 +239,7 @@ static int mca_btl_ofi_flush_moved(mca_btl_ofi_module_t *module,
 {
     int again;
 
-    if (moved == atomic_load(&mca_btl_ofi_counters[MCA_BTL_OFI_CNT_STRIPE_MOVED])) {
+    if (moved == mca_btl_ofi_counter_read(MCA_BTL_OFI_CNT_STRIPE_MOVED)) {
         return rc;
     }
     again = mca_btl_ofi_rail_flush(module->network, endpoint);
@@ -249,7 +249,7 @@ static int mca_btl_ofi_flush_moved(mca_btl_ofi_module_t *module,
 int mca_btl_ofi_stripe_flush(mca_btl_ofi_module_t *module,
                              struct mca_btl_base_endpoint_t *endpoint, int rc)
 {
-    const uint64_t moved = atomic_load(&mca_btl_ofi_counters[MCA_BTL_OFI_CNT_STRIPE_MOVED]);
+    const uint64_t moved = mca_btl_ofi_counter_read(MCA_BTL_OFI_CNT_STRIPE_MOVED);
     const int nics = NULL == endpoint ? module->nic_count : endpoint->stripes;
     int each;
 

@@ -80,7 +80,9 @@ NIC sent during the bandwidth runs of each configuration.
 
   python3 osc_harness/domains_compare.py [--mode node-local|stripes] [--rounds N]
                                          [--iters N] [--rate RATE] [--out DIR] [--others]
-                                         [--config NAME]...
+                                         [--config NAME]... [--also NAME=ENVFILE]...
+--also runs every btl-ofi configuration again with another install (a build before a change:
+its env file), interleaved, and judges ours within 1.03x of it row by row.
 (the programs from the repository root, where the build puts them;
 BTL_OFI_BIN_DIR to take them from elsewhere)
 Exit: 0 ran (targets are reported, not enforced: the machine is noisy), 1 a
@@ -125,6 +127,7 @@ class Config:
     map_by: str = ""   # mpirun --map-by ("": by slot, filling each host in turn)
     osc: str = "rdma"
     mpich: dict = None  # MPICH (compare_net's venv, hydra) with these variables
+    env_file: str = ""  # btl-ofi as another install's env file names it (--also)
 
 
 NODE_LOCAL = {
@@ -217,6 +220,27 @@ STOCK_TCP = Config("stock osc/pt2pt, btl/tcp on both", 2, 2, "", {},
                    osc="pt2pt")
 
 
+def with_build(mode, name, env_file, ap):
+    """mode with each btl-ofi configuration run again by another build of it (its env file),
+    and a target per configuration: ours within 1.03x of it on every row (latency: ours / it;
+    bandwidth: it / ours)."""
+    if not name or not env_file or not os.path.exists(env_file):
+        ap.error(f"--also {name}={env_file}: want NAME=ENVFILE of an installed build")
+    if launcher.load_env_file(env_file).get("BTL_OFI_COMPONENT") != launcher.component_name():
+        ap.error(f"--also {name}: {env_file} is for another component name than ours")
+    ours = [c for c in mode["configs"] if c.mpich is None and not c.btl]
+    again = [dataclasses.replace(c, name=f"{c.name} [{name}]", env_file=env_file) for c in ours]
+    targets = []
+    for c in ours:
+        for bench in mode["benches"]:
+            label = bench[5] if len(bench) > 5 else bench[1]
+            faster_is_less = bench[1] == "lat_us"
+            a, b = (c.name, f"{c.name} [{name}]") if faster_is_less else \
+                (f"{c.name} [{name}]", c.name)
+            targets.append((a, b, label, None, 1.03, None))
+    return dict(mode, configs=mode["configs"] + again, targets=mode["targets"] + targets)
+
+
 def hosts_for(hosts, cfg, outdir):
     slots = (cfg.nranks + cfg.nhosts - 1) // cfg.nhosts
     path = os.path.join(outdir, f"hostfile-{cfg.nhosts}x{slots}")
@@ -276,6 +300,8 @@ def one_run(cfg, bench, hosts, outdir, iters):
             at = argv.index("mpirun") + 1
             argv[at:at] = ["--map-by", cfg.map_by]
         env = launcher.mpi_env()
+        if cfg.env_file:
+            env.update(launcher.load_env_file(cfg.env_file))
         env.update(hosts.env())
     before = nic_bytes(hosts)
     rc, out, err, _ = compare.locked_run(argv, env, 300)
@@ -470,6 +496,10 @@ def main():
     ap.add_argument("--config", action="append", default=[], metavar="NAME",
                     help="run this configuration (its name as in the table; repeat the "
                          "option for more; default: all)")
+    ap.add_argument("--also", action="append", default=[], metavar="NAME=ENVFILE",
+                    help="also run each btl-ofi configuration with another install of it (its "
+                         "env file), as '<configuration> [NAME]', interleaved, judged within "
+                         "1.03x of ours row by row (a before/after comparison of two builds)")
     ap.add_argument("--others", action="store_true",
                     help="--mode stripes: also MPICH (striping off, on) and Open MPI's "
                          "osc/pt2pt over btl/tcp on both NICs")
@@ -487,6 +517,8 @@ def main():
                      f"{', '.join(map(repr, names))}")
         mode = dict(mode, configs=[c for c in mode["configs"] if c.name in want],
                     targets=[t for t in mode["targets"] if t[0] in want and t[1] in want])
+    for also in opts.also:
+        mode = with_build(mode, *also.partition("=")[::2], ap)
     setup = mode["setup"] + (["--rate", opts.rate]
                              if opts.mode == "stripes" and opts.rate != "none" else [])
     outdir = opts.out or tempfile.mkdtemp(prefix=f"{opts.mode}-compare-")
