@@ -235,9 +235,8 @@ static uint64_t mca_btl_ofi_am_apply(const mca_btl_ofi_am_atomic_msg_t *req, voi
     if (MCA_BTL_OFI_AM_CSWAP == req->kind) {
         if (req->dt & 1) {
             uint32_t expected = (uint32_t)req->compare;
-            (void)__atomic_compare_exchange_n((uint32_t *)where, &expected,
-                                              (uint32_t)req->operand, false, __ATOMIC_SEQ_CST,
-                                              __ATOMIC_SEQ_CST);
+            (void)__atomic_compare_exchange_n((uint32_t *)where, &expected, (uint32_t)req->operand,
+                                              false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
             return expected;
         }
         old = req->compare;
@@ -314,8 +313,7 @@ static void mca_btl_ofi_am_atomic_serve(mca_btl_ofi_rail_t *rail,
         done.refused = 1;
         mca_btl_ofi_count(MCA_BTL_OFI_CNT_REFUSED, 1);
     }
-    if (NULL == origin ||
-        OPAL_SUCCESS != mca_btl_ofi_msg_send(rail, origin, &done, sizeof(done))) {
+    if (NULL == origin || OPAL_SUCCESS != mca_btl_ofi_msg_send(rail, origin, &done, sizeof(done))) {
         opal_output_verbose(1, mca_btl_ofi_output,
                             MCA_BTL_OFI_LOG "an atomic from %s was %s, but the answer could not "
                                             "be sent",
@@ -413,8 +411,8 @@ static void mca_btl_ofi_am_get_answer(mca_btl_ofi_rail_t *rail,
     free(copy);
     if (offset < req.size || !whole) {
         /* one refusal stands for every byte not sent, so the origin can account for all */
-        if (OPAL_SUCCESS != mca_btl_ofi_am_send_piece(rail, origin, req.cookie, offset,
-                                                      req.size - offset, NULL)) {
+        if (OPAL_SUCCESS !=
+            mca_btl_ofi_am_send_piece(rail, origin, req.cookie, offset, req.size - offset, NULL)) {
             opal_output_verbose(1, mca_btl_ofi_output,
                                 MCA_BTL_OFI_LOG "a get from %s could not be answered",
                                 OPAL_NAME_PRINT(req.header.origin));
@@ -492,8 +490,8 @@ int mca_btl_ofi_am_start(mca_btl_ofi_rail_t *rail)
 }
 
 /* Send a request for op; on failure op is released and the BTL's return code given. */
-static int mca_btl_ofi_am_request(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op,
-                                  const void *req, size_t bytes)
+static int mca_btl_ofi_am_request(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op, const void *req,
+                                  size_t bytes)
 {
     int rc = mca_btl_ofi_msg_request(rail, op->endpoint, req, bytes, op);
 
@@ -505,9 +503,8 @@ static int mca_btl_ofi_am_request(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op
 }
 
 int mca_btl_ofi_am_atomic(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op,
-                          enum mca_btl_ofi_am_kind_t kind, mca_btl_base_atomic_op_t mca_op,
-                          int dt, uint64_t operand, uint64_t compare,
-                          const mca_btl_ofi_target_t *target)
+                          enum mca_btl_ofi_am_kind_t kind, mca_btl_base_atomic_op_t mca_op, int dt,
+                          uint64_t operand, uint64_t compare, const mca_btl_ofi_target_t *target)
 {
     mca_btl_ofi_am_atomic_msg_t req = {
         .cookie = (uint64_t)(uintptr_t)op,
@@ -536,8 +533,7 @@ int mca_btl_ofi_am_atomic(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op,
 }
 
 int mca_btl_ofi_am_get(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
-                       void *local_address,
-                       struct mca_btl_base_registration_handle_t *local_handle,
+                       void *local_address, struct mca_btl_base_registration_handle_t *local_handle,
                        const mca_btl_ofi_target_t *target, size_t size,
                        mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
@@ -547,17 +543,16 @@ int mca_btl_ofi_am_get(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t 
         .key = target->key,
         .check = target->check,
         .size = size,
-        .piece = largest > sizeof(mca_btl_ofi_am_data_t) ? largest - sizeof(mca_btl_ofi_am_data_t)
-                                                         : 0,
+        .piece =
+            largest > sizeof(mca_btl_ofi_am_data_t) ? largest - sizeof(mca_btl_ofi_am_data_t) : 0,
     };
     mca_btl_ofi_op_t *op;
     int rc;
 
-    op = !mca_btl_ofi_op_room(rail) ? NULL
-                                       : mca_btl_ofi_op_alloc(rail, mca_btl_ofi_op_finish,
-                                                              endpoint, local_address,
-                                                              local_handle, cbfunc, cbcontext,
-                                                              cbdata);
+    op = !mca_btl_ofi_op_room(rail)
+             ? NULL
+             : mca_btl_ofi_op_alloc(rail, mca_btl_ofi_op_finish, endpoint, local_address,
+                                    local_handle, cbfunc, cbcontext, cbdata);
     if (OPAL_UNLIKELY(NULL == op)) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }

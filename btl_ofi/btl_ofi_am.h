@@ -52,9 +52,8 @@ uint64_t mca_btl_ofi_atomic_apply(mca_btl_base_atomic_op_t op, int dt, uint64_t 
  *         OPAL_ERR_OUT_OF_RESOURCE (try again) or OPAL_ERROR
  */
 int mca_btl_ofi_am_atomic(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op,
-                          enum mca_btl_ofi_am_kind_t kind, mca_btl_base_atomic_op_t mca_op,
-                          int dt, uint64_t operand, uint64_t compare,
-                          const mca_btl_ofi_target_t *target);
+                          enum mca_btl_ofi_am_kind_t kind, mca_btl_base_atomic_op_t mca_op, int dt,
+                          uint64_t operand, uint64_t compare, const mca_btl_ofi_target_t *target);
 
 /**
  * Send a get to the target as a request; the target answers with the data in
@@ -65,8 +64,7 @@ int mca_btl_ofi_am_atomic(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op,
  * @retval as the BTL's get
  */
 int mca_btl_ofi_am_get(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
-                       void *local_address,
-                       struct mca_btl_base_registration_handle_t *local_handle,
+                       void *local_address, struct mca_btl_base_registration_handle_t *local_handle,
                        const mca_btl_ofi_target_t *target, size_t size,
                        mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
 

@@ -210,12 +210,11 @@ static int mca_btl_ofi_atomics_messages(mca_btl_ofi_rail_t *rail, bool granted)
         return OPAL_ERR_NOT_SUPPORTED;
     }
     rail->caps.atomic_flags = mca_btl_ofi_atomics_advertise_messages();
-    opal_output_verbose(10, mca_btl_ofi_output,
-                        MCA_BTL_OFI_LOG "every atomic is a message the target applies (%s)",
-                        MCA_BTL_OFI_PATH_MESSAGES == mca_btl_ofi_params.atomics_path
-                            ? "btl_ofi_atomics=messages"
-                        : !granted ? "the provider grants no FI_ATOMIC"
-                                   : "the provider has no 64-bit compare-and-swap");
+    opal_output_verbose(
+        10, mca_btl_ofi_output, MCA_BTL_OFI_LOG "every atomic is a message the target applies (%s)",
+        MCA_BTL_OFI_PATH_MESSAGES == mca_btl_ofi_params.atomics_path ? "btl_ofi_atomics=messages"
+        : !granted ? "the provider grants no FI_ATOMIC"
+                   : "the provider has no 64-bit compare-and-swap");
     return OPAL_SUCCESS;
 }
 
@@ -260,11 +259,10 @@ static void mca_btl_ofi_emulation_post(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_
     words->operand =
         mca_btl_ofi_atomic_apply(op->emu.op, op->emu.dt, words->compare, op->emu.operand);
     words->fetched = 0;
-    ssize_t rc = fi_compare_atomic(rail->ep, &words->operand, 1, op->words_desc,
-                                   &words->compare, op->words_desc, &words->fetched,
-                                   op->words_desc, op->endpoint->peer_addr, op->emu.target_addr,
-                                   op->emu.key, mca_btl_ofi_atomic_dt[op->emu.dt & 1], FI_CSWAP,
-                                   &op->fi_ctx);
+    ssize_t rc = fi_compare_atomic(rail->ep, &words->operand, 1, op->words_desc, &words->compare,
+                                   op->words_desc, &words->fetched, op->words_desc,
+                                   op->endpoint->peer_addr, op->emu.target_addr, op->emu.key,
+                                   mca_btl_ofi_atomic_dt[op->emu.dt & 1], FI_CSWAP, &op->fi_ctx);
     if (OPAL_LIKELY(0 == rc)) {
         return;
     }
@@ -327,15 +325,12 @@ static int mca_btl_ofi_emulate(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op,
 /* ---- entry points ------------------------------------------------------ */
 
 /* Checks and setup shared by the three entry points; *op is counted outstanding. */
-static int mca_btl_ofi_atomic_begin(mca_btl_ofi_rail_t *rail,
-                                    struct mca_btl_base_endpoint_t *endpoint, int flags,
-                                    uint64_t remote_address,
-                                    struct mca_btl_base_registration_handle_t *remote_handle,
-                                    void *local_address,
-                                    struct mca_btl_base_registration_handle_t *local_handle,
-                                    mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
-                                    void *cbdata, mca_btl_ofi_target_t *target,
-                                    mca_btl_ofi_op_t **op)
+static int mca_btl_ofi_atomic_begin(
+    mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint, int flags,
+    uint64_t remote_address, struct mca_btl_base_registration_handle_t *remote_handle,
+    void *local_address, struct mca_btl_base_registration_handle_t *local_handle,
+    mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata,
+    mca_btl_ofi_target_t *target, mca_btl_ofi_op_t **op)
 {
     int dt = mca_btl_ofi_dt_index(flags);
     int rc = mca_btl_ofi_remote_target(rail, endpoint, remote_handle, remote_address,
@@ -365,9 +360,8 @@ static bool mca_btl_ofi_op_known(mca_btl_base_atomic_op_t op)
 }
 
 /* Fetching and non-fetching atomics share everything but the libfabric call. */
-static int mca_btl_ofi_atomic(mca_btl_ofi_rail_t *rail,
-                              struct mca_btl_base_endpoint_t *endpoint, void *local_address,
-                              uint64_t remote_address,
+static int mca_btl_ofi_atomic(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
+                              void *local_address, uint64_t remote_address,
                               struct mca_btl_base_registration_handle_t *local_handle,
                               struct mca_btl_base_registration_handle_t *remote_handle,
                               mca_btl_base_atomic_op_t mca_op, uint64_t operand, int flags,
@@ -409,10 +403,10 @@ static int mca_btl_ofi_atomic(mca_btl_ofi_rail_t *rail,
             return OPAL_ERROR;
         }
         /* the fetched result is its own proof of remote completion */
-        rc = fi_fetch_atomic(rail->ep, &op->words->operand, 1, op->words_desc, result, desc,
-                             endpoint->peer_addr, target.addr, target.key,
-                             mca_btl_ofi_atomic_dt[dt], mca_btl_ofi_atomic_table[mca_op].fi_op,
-                             &op->fi_ctx);
+        rc =
+            fi_fetch_atomic(rail->ep, &op->words->operand, 1, op->words_desc, result, desc,
+                            endpoint->peer_addr, target.addr, target.key, mca_btl_ofi_atomic_dt[dt],
+                            mca_btl_ofi_atomic_table[mca_op].fi_op, &op->fi_ctx);
     } else {
         /* Its completion says nothing about the target: flush proves it (prove_remote). */
         atomic_store_explicit(&endpoint->unproven, true, memory_order_relaxed);
@@ -424,36 +418,35 @@ static int mca_btl_ofi_atomic(mca_btl_ofi_rail_t *rail,
 }
 
 int mca_btl_ofi_rail_aop(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
-                    uint64_t remote_address,
-                    struct mca_btl_base_registration_handle_t *remote_handle,
-                    mca_btl_base_atomic_op_t op, uint64_t operand, int flags,
-                    mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+                         uint64_t remote_address,
+                         struct mca_btl_base_registration_handle_t *remote_handle,
+                         mca_btl_base_atomic_op_t op, uint64_t operand, int flags,
+                         mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
-    return mca_btl_ofi_atomic(rail, endpoint, NULL, remote_address, NULL,
-                              remote_handle, op, operand, flags, cbfunc, cbcontext, cbdata);
+    return mca_btl_ofi_atomic(rail, endpoint, NULL, remote_address, NULL, remote_handle, op,
+                              operand, flags, cbfunc, cbcontext, cbdata);
 }
 
 int mca_btl_ofi_rail_afop(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
-                     void *local_address, uint64_t remote_address,
-                     struct mca_btl_base_registration_handle_t *local_handle,
-                     struct mca_btl_base_registration_handle_t *remote_handle,
-                     mca_btl_base_atomic_op_t op, uint64_t operand, int flags,
-                     mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+                          void *local_address, uint64_t remote_address,
+                          struct mca_btl_base_registration_handle_t *local_handle,
+                          struct mca_btl_base_registration_handle_t *remote_handle,
+                          mca_btl_base_atomic_op_t op, uint64_t operand, int flags,
+                          mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
     if (OPAL_UNLIKELY(NULL == local_address)) {
         return OPAL_ERR_BAD_PARAM;
     }
-    return mca_btl_ofi_atomic(rail, endpoint, local_address, remote_address,
-                              local_handle, remote_handle, op, operand, flags, cbfunc, cbcontext,
-                              cbdata);
+    return mca_btl_ofi_atomic(rail, endpoint, local_address, remote_address, local_handle,
+                              remote_handle, op, operand, flags, cbfunc, cbcontext, cbdata);
 }
 
 int mca_btl_ofi_rail_acswap(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
-                       void *local_address, uint64_t remote_address,
-                       struct mca_btl_base_registration_handle_t *local_handle,
-                       struct mca_btl_base_registration_handle_t *remote_handle, uint64_t compare,
-                       uint64_t value, int flags,
-                       mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+                            void *local_address, uint64_t remote_address,
+                            struct mca_btl_base_registration_handle_t *local_handle,
+                            struct mca_btl_base_registration_handle_t *remote_handle,
+                            uint64_t compare, uint64_t value, int flags,
+                            mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
     const int dt = mca_btl_ofi_dt_index(flags & MCA_BTL_ATOMIC_FLAG_32BIT);
     mca_btl_ofi_target_t target;
@@ -471,22 +464,21 @@ int mca_btl_ofi_rail_acswap(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoi
         return (int)rc;
     }
     if (rail->atomics_as_messages) {
-        return mca_btl_ofi_am_atomic(rail, op, MCA_BTL_OFI_AM_CSWAP, MCA_BTL_ATOMIC_SWAP, dt,
-                                     value, compare, &target);
+        return mca_btl_ofi_am_atomic(rail, op, MCA_BTL_OFI_AM_CSWAP, MCA_BTL_ATOMIC_SWAP, dt, value,
+                                     compare, &target);
     }
     if (!rail->atomics.cswap[dt]) {
         mca_btl_ofi_op_release(rail, op);
         return OPAL_ERR_NOT_SUPPORTED;
     }
-    if (OPAL_UNLIKELY(!mca_btl_ofi_op_desc(rail, op, local_address, mca_btl_ofi_dt_size(dt),
-                                           &desc))) {
+    if (OPAL_UNLIKELY(
+            !mca_btl_ofi_op_desc(rail, op, local_address, mca_btl_ofi_dt_size(dt), &desc))) {
         return OPAL_ERROR;
     }
     op->words->operand = value;
     op->words->compare = compare;
-    rc = fi_compare_atomic(rail->ep, &op->words->operand, 1, op->words_desc,
-                           &op->words->compare, op->words_desc, local_address, desc,
-                           endpoint->peer_addr, target.addr, target.key,
-                           mca_btl_ofi_atomic_dt[dt], FI_CSWAP, &op->fi_ctx);
+    rc = fi_compare_atomic(rail->ep, &op->words->operand, 1, op->words_desc, &op->words->compare,
+                           op->words_desc, local_address, desc, endpoint->peer_addr, target.addr,
+                           target.key, mca_btl_ofi_atomic_dt[dt], FI_CSWAP, &op->fi_ctx);
     return mca_btl_ofi_post_result(rail, op, rc, "fi_compare_atomic");
 }

@@ -34,20 +34,20 @@ int mca_btl_ofi_atomics_probe(mca_btl_ofi_rail_t *rail, bool casless_as_messages
  *         compare-and-swap of that width exists
  */
 int mca_btl_ofi_rail_aop(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
-                    uint64_t remote_address,
-                    struct mca_btl_base_registration_handle_t *remote_handle,
-                    mca_btl_base_atomic_op_t op, uint64_t operand, int flags,
-                    mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+                         uint64_t remote_address,
+                         struct mca_btl_base_registration_handle_t *remote_handle,
+                         mca_btl_base_atomic_op_t op, uint64_t operand, int flags,
+                         mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
 /**
  * Fetching atomic: as mca_btl_ofi_aop, and the previous value is stored in
  * local_address (4 or 8 bytes) before cbfunc runs.
  */
 int mca_btl_ofi_rail_afop(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
-                     void *local_address, uint64_t remote_address,
-                     struct mca_btl_base_registration_handle_t *local_handle,
-                     struct mca_btl_base_registration_handle_t *remote_handle,
-                     mca_btl_base_atomic_op_t op, uint64_t operand, int flags,
-                     mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+                          void *local_address, uint64_t remote_address,
+                          struct mca_btl_base_registration_handle_t *local_handle,
+                          struct mca_btl_base_registration_handle_t *remote_handle,
+                          mca_btl_base_atomic_op_t op, uint64_t operand, int flags,
+                          mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
 /**
  * Compare-and-swap: stores value if *remote_address == compare; the previous
  * value goes to local_address. 64-bit, or 32-bit with MCA_BTL_ATOMIC_FLAG_32BIT.
@@ -55,11 +55,12 @@ int mca_btl_ofi_rail_afop(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint
  * @retval as mca_btl_ofi_put; OPAL_ERR_NOT_SUPPORTED without a provider CAS of that width
  */
 int mca_btl_ofi_rail_acswap(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
-                       void *local_address, uint64_t remote_address,
-                       struct mca_btl_base_registration_handle_t *local_handle,
-                       struct mca_btl_base_registration_handle_t *remote_handle, uint64_t compare,
-                       uint64_t value, int flags,
-                       mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+                            void *local_address, uint64_t remote_address,
+                            struct mca_btl_base_registration_handle_t *local_handle,
+                            struct mca_btl_base_registration_handle_t *remote_handle,
+                            uint64_t compare, uint64_t value, int flags,
+                            mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                            void *cbdata);
 
 END_C_DECLS
 

@@ -129,12 +129,10 @@ int mca_btl_ofi_coalesce_receive_buffers(void)
     return MCA_BTL_OFI_CO_RECVS;
 }
 
-static void mca_btl_ofi_co_apply(mca_btl_ofi_rail_t *rail,
-                                 struct mca_btl_base_endpoint_t *origin, const void *buf,
-                                 size_t bytes);
-static void mca_btl_ofi_co_acked(mca_btl_ofi_rail_t *rail,
-                                 struct mca_btl_base_endpoint_t *origin, const void *buf,
-                                 size_t bytes);
+static void mca_btl_ofi_co_apply(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *origin,
+                                 const void *buf, size_t bytes);
+static void mca_btl_ofi_co_acked(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *origin,
+                                 const void *buf, size_t bytes);
 static void mca_btl_ofi_co_progress(mca_btl_ofi_rail_t *rail);
 
 static const char *mca_btl_ofi_co_unusable(const mca_btl_ofi_rail_t *rail)
@@ -213,8 +211,7 @@ void mca_btl_ofi_coalesce_stop(mca_btl_ofi_rail_t *rail)
 
 /* ---- the origin ---------------------------------------------------------- */
 
-static void mca_btl_ofi_co_batch_part(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op,
-                                      int status);
+static void mca_btl_ofi_co_batch_part(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op, int status);
 
 static mca_btl_ofi_batch_t *mca_btl_ofi_co_batch_new(mca_btl_ofi_rail_t *rail,
                                                      struct mca_btl_base_endpoint_t *endpoint)
@@ -280,8 +277,8 @@ static void mca_btl_ofi_co_batch_finish(mca_btl_ofi_rail_t *rail, mca_btl_ofi_ba
             status = OPAL_ERROR;
         }
         if (NULL != put->cbfunc) {
-            put->cbfunc(rail->config.hooks.btl, endpoint, put->local_address,
-                        put->local_handle, put->cbcontext, put->cbdata, status);
+            put->cbfunc(rail->config.hooks.btl, endpoint, put->local_address, put->local_handle,
+                        put->cbcontext, put->cbdata, status);
         }
     }
     mca_btl_ofi_op_release(rail, batch->op);
@@ -315,8 +312,7 @@ static void mca_btl_ofi_co_batch_event(mca_btl_ofi_rail_t *rail, mca_btl_ofi_bat
 }
 
 /* The completion of a batch's send (its op's handler). */
-static void mca_btl_ofi_co_batch_part(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op,
-                                      int status)
+static void mca_btl_ofi_co_batch_part(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op, int status)
 {
     mca_btl_ofi_co_batch_event(rail, (mca_btl_ofi_batch_t *)op->local_address, status);
 }
@@ -413,8 +409,7 @@ int mca_btl_ofi_coalesce_put(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpo
 /* ---- the target ---------------------------------------------------------- */
 
 /* Under rail->reg_lock: where a record's data goes, or NULL if a provider would refuse it. */
-static void *mca_btl_ofi_co_where(mca_btl_ofi_rail_t *rail,
-                                  const mca_btl_ofi_co_record_t *record)
+static void *mca_btl_ofi_co_where(mca_btl_ofi_rail_t *rail, const mca_btl_ofi_co_record_t *record)
 {
     mca_btl_ofi_reg_t *reg = mca_btl_ofi_reg_find(rail, record->key);
     uint64_t offset;
@@ -433,16 +428,15 @@ static void *mca_btl_ofi_co_where(mca_btl_ofi_rail_t *rail,
 }
 
 /* Write a batch's records into this process's registrations and answer it. */
-static void mca_btl_ofi_co_apply(mca_btl_ofi_rail_t *rail,
-                                 struct mca_btl_base_endpoint_t *origin, const void *buf,
-                                 size_t bytes)
+static void mca_btl_ofi_co_apply(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *origin,
+                                 const void *buf, size_t bytes)
 {
     const char *msg = buf;
     const mca_btl_ofi_co_header_t *header = (const mca_btl_ofi_co_header_t *)msg;
     const uint32_t count =
         header->count < MCA_BTL_OFI_CO_RECORDS ? header->count : MCA_BTL_OFI_CO_RECORDS;
-    const size_t end = bytes < sizeof(*header) + header->bytes ? bytes
-                                                              : sizeof(*header) + header->bytes;
+    const size_t end =
+        bytes < sizeof(*header) + header->bytes ? bytes : sizeof(*header) + header->bytes;
     mca_btl_ofi_co_ack_t ack = {.cookie = header->cookie};
     size_t at = sizeof(*header);
 
@@ -489,9 +483,8 @@ static void mca_btl_ofi_co_apply(mca_btl_ofi_rail_t *rail,
     }
 }
 
-static void mca_btl_ofi_co_acked(mca_btl_ofi_rail_t *rail,
-                                 struct mca_btl_base_endpoint_t *origin, const void *buf,
-                                 size_t bytes)
+static void mca_btl_ofi_co_acked(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *origin,
+                                 const void *buf, size_t bytes)
 {
     mca_btl_ofi_co_ack_t ack;
     mca_btl_ofi_batch_t *batch;

@@ -114,8 +114,8 @@ static mca_btl_ofi_module_t *mca_btl_ofi_module_setup(struct fi_info *info,
         return NULL;
     }
     module->super.btl_finalize = mca_btl_ofi_component_finalize_module;
-    if (OPAL_SUCCESS != mca_btl_ofi_module_open_network(module, info, casless_as_messages,
-                                                        no_cswap)) {
+    if (OPAL_SUCCESS !=
+        mca_btl_ofi_module_open_network(module, info, casless_as_messages, no_cswap)) {
         mca_btl_ofi_finalize(&module->super);
         return NULL;
     }

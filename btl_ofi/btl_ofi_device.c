@@ -91,8 +91,8 @@ static void mca_btl_ofi_negotiated(mca_btl_ofi_rail_t *rail)
         rail->caps.local_reg_threshold = 0;
     }
     rail->delivery_complete = !!(info->tx_attr->op_flags & FI_DELIVERY_COMPLETE);
-    rail->prove_remote = !rail->delivery_complete &&
-                           MCA_BTL_OFI_COMPLETION_LOCAL != mca_btl_ofi_params.completion;
+    rail->prove_remote =
+        !rail->delivery_complete && MCA_BTL_OFI_COMPLETION_LOCAL != mca_btl_ofi_params.completion;
     if (!rail->delivery_complete && !rail->prove_remote) {
         /* the debug completion mode "local": callbacks prove nothing remote */
         rail->caps.flags &= ~MCA_BTL_OFI_FLAG_REMOTE_COMPLETION;

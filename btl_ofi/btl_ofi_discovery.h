@@ -31,7 +31,7 @@ struct fi_info *mca_btl_ofi_discover(bool enable_mpi_threads, char **passed_over
  * The provider named (exactly, as fi_info prints it) with what this component
  * needs, as mca_btl_ofi_discover would choose among its domains, without the
  * provider and domain lists of the parameters: the node-local provider tried
- * beside the one in use (btl_ofi_rails.c). Decline with mca_btl_ofi_decline_hold.
+ * beside the one in use (btl_ofi_module_setup.c). Decline with mca_btl_ofi_decline_hold.
  *
  * @param enable_mpi_threads (IN) whether MPI_THREAD_MULTIPLE was requested
  * @param provider (IN) the provider's exact name
@@ -43,7 +43,7 @@ struct fi_info *mca_btl_ofi_discover_local(bool enable_mpi_threads, const char *
  * The other domains (NICs) of front's provider that btl_ofi_domain_include /
  * _exclude allow, none of them loopback-only, as mca_btl_ofi_discover would
  * choose them one after the other: the further NICs large puts and gets are
- * striped over (btl_ofi_rails.c). Decline with mca_btl_ofi_decline_hold.
+ * striped over (btl_ofi_stripe.c). Decline with mca_btl_ofi_decline_hold.
  *
  * @param enable_mpi_threads (IN) whether MPI_THREAD_MULTIPLE was requested
  * @param front (IN) the provider and domain in use

@@ -153,7 +153,8 @@ static mca_btl_base_endpoint_t *mca_btl_ofi_endpoint_create(mca_btl_ofi_rail_t *
     return endpoint;
 }
 
-mca_btl_base_endpoint_t *mca_btl_ofi_endpoint_get(mca_btl_ofi_rail_t *rail, struct opal_proc_t *proc)
+mca_btl_base_endpoint_t *mca_btl_ofi_endpoint_get(mca_btl_ofi_rail_t *rail,
+                                                  struct opal_proc_t *proc)
 {
     uint64_t key = mca_btl_ofi_name_key(&proc->proc_name);
     mca_btl_base_endpoint_t *endpoint = NULL;
@@ -189,9 +190,9 @@ mca_btl_base_endpoint_t *mca_btl_ofi_endpoint_by_name(mca_btl_ofi_rail_t *rail,
 
 /* Open MPI's BTL for processes of one node */
 #if OPAL_MAJOR_VERSION >= 5
-#    define MCA_BTL_OFI_NODE_BTL "sm"
+#define MCA_BTL_OFI_NODE_BTL "sm"
 #else
-#    define MCA_BTL_OFI_NODE_BTL "vader"
+#define MCA_BTL_OFI_NODE_BTL "vader"
 #endif
 
 /* BTLs that send only to processes of their own node (or to this process alone) */
@@ -258,8 +259,8 @@ static bool mca_btl_ofi_no_sender(bool on_node)
             return false; /* not known yet: asked again at the next add_procs */
         }
         senders = 0;
-        OPAL_LIST_FOREACH (sm, &mca_btl_base_modules_initialized,
-                           mca_btl_base_selected_module_t) {
+        OPAL_LIST_FOREACH(sm, &mca_btl_base_modules_initialized, mca_btl_base_selected_module_t)
+        {
             const char *name = sm->btl_component->btl_version.mca_component_name;
 
             if (0 != (sm->btl_module->btl_flags & MCA_BTL_FLAGS_SEND) &&

@@ -68,8 +68,8 @@ void mca_btl_ofi_fault_init(mca_btl_ofi_rail_t *rail)
     if (rail->stall_timeout < 0) {
         rail->stall_timeout_auto = true;
         rail->stall_timeout = FI_PROGRESS_AUTO == info->domain_attr->data_progress
-                                    ? MCA_BTL_OFI_FAULT_AUTO_TIMEOUT
-                                    : 0;
+                                  ? MCA_BTL_OFI_FAULT_AUTO_TIMEOUT
+                                  : 0;
     }
     if (NULL != domain && NULL == strchr(domain, '/') && strlen(domain) < 64) {
         snprintf(path, sizeof(path), "/sys/class/net/%s/operstate", domain);
@@ -78,10 +78,10 @@ void mca_btl_ofi_fault_init(mca_btl_ofi_rail_t *rail)
         }
     }
     rail->watch = NULL != rail->link_state || 0 < rail->stall_timeout;
-    opal_output_verbose(20, mca_btl_ofi_output,
-                        MCA_BTL_OFI_LOG "%s: NIC failure %s%s%s%s", domain,
-                        rail->watch ? "watched: " : "not watched (no link state, no "
-                                                      "btl_ofi_nic_timeout)",
+    opal_output_verbose(20, mca_btl_ofi_output, MCA_BTL_OFI_LOG "%s: NIC failure %s%s%s%s", domain,
+                        rail->watch ? "watched: "
+                                    : "not watched (no link state, no "
+                                      "btl_ofi_nic_timeout)",
                         NULL != rail->link_state ? "link state " : "",
                         NULL != rail->link_state ? rail->link_state : "",
                         0 < rail->stall_timeout ? ", a stall that lasts the timeout" : "");
@@ -178,9 +178,8 @@ void mca_btl_ofi_fault_empty_read(mca_btl_ofi_rail_t *rail)
     }
     if (0 < rail->stall_timeout && now - rail->stall_since >= rail->stall_timeout &&
         !(rail->stall_timeout_auto && mca_btl_ofi_fault_waits_for_cpus(rail))) {
-        snprintf(why, sizeof(why),
-                 "nothing completed for %d s while operations waited (%s)", rail->stall_timeout,
-                 mca_btl_ofi_param_name("nic_timeout", param, sizeof(param)));
+        snprintf(why, sizeof(why), "nothing completed for %d s while operations waited (%s)",
+                 rail->stall_timeout, mca_btl_ofi_param_name("nic_timeout", param, sizeof(param)));
         mca_btl_ofi_nic_fail(rail, why);
     }
 }

@@ -11,20 +11,19 @@
  * looked at. The NIC is taken for failed when, during a stall, its link is down (looked at
  * once a second) or the stall lasts btl_ofi_nic_timeout seconds.
  *
- * Then mca_btl_ofi_nic_fail: first the provider is stopped from writing any buffer or CQ
- * entry of ours. Where it moves data on its own (data_progress FI_PROGRESS_AUTO, a NIC)
- * its endpoint is closed. Where it moves data only inside our calls (FI_PROGRESS_MANUAL:
- * tcp;ofi_rxm, sockets), calling it no more is enough, and its endpoint is left open (the
- * rail is quarantined) and is not closed at finalize either: closing an ofi_rxm
- * endpoint whose connection has a transfer cut off by a dead link flushes the core's
- * queues into an error completion without a context, which rxm_handle_comp_error
- * dereferences (libfabric 1.17 to 2.1, rxm_cq.c; seen as a SIGSEGV in fi_close, 1 run
- * in 10 to 30). Then every listed operation is completed with
- * OPAL_ERR_UNREACH through its own handler, as an error completion would complete it
- * (puts with their proof reads, emulated atomics, gets by messages, parts of striped
- * transfers), and every later put, get, atomic or flush on the rail returns
+ * Then mca_btl_ofi_nic_fail tells the rail's owner, which shuts it (mca_btl_ofi_rail_shut): the
+ * provider is stopped from writing any buffer or CQ entry of ours. Where it moves data on its own
+ * (data_progress FI_PROGRESS_AUTO, a NIC) its endpoint is closed. Where it moves data only inside
+ * our calls (FI_PROGRESS_MANUAL: tcp;ofi_rxm, sockets), calling it no more is enough, and its
+ * endpoint is left open (the rail is quarantined) and is not closed at finalize either: closing an
+ * ofi_rxm endpoint whose connection has a transfer cut off by a dead link flushes the core's queues
+ * into an error completion without a context, which rxm_handle_comp_error dereferences
+ * (libfabric 1.17 to 2.1, rxm_cq.c; seen as a SIGSEGV in fi_close, 1 run in 10 to 30). Then every
+ * listed operation is completed with OPAL_ERR_UNREACH through its own handler, as an error
+ * completion would complete it (puts with their proof reads, emulated atomics, gets by messages,
+ * parts of striped transfers), and every later put, get, atomic or flush on the rail returns
  * OPAL_ERR_UNREACH at once. A further NIC's striped parts are posted again on the first
- * NIC instead (btl_ofi_rails.c), and the transfers complete. Where the first NIC fails,
+ * NIC instead (btl_ofi_stripe.c), and the transfers complete. Where the first NIC fails,
  * nothing can carry them: osc/rdma (4.1, 5.0) retries a put or get a BTL refused for ever
  * and ignores the status of their callbacks, so no MPI call would return. btl-ofi then
  * reports a fatal error through the callback Open MPI's PML registered (btl_register_error),

@@ -89,8 +89,7 @@ static void mca_btl_ofi_locate_answer(mca_btl_ofi_rail_t *rail,
     memcpy(&question, buf, sizeof(question));
     mca_btl_ofi_msg_header_init(&answer.header, MCA_BTL_OFI_MSG_LOCATED, sizeof(answer));
     answer.serial = question.serial;
-    answer.found = mca_btl_ofi_reg_covering(rail, question.address, question.size,
-                                            &answer.handle);
+    answer.found = mca_btl_ofi_reg_covering(rail, question.address, question.size, &answer.handle);
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_LOCATE_ANSWERS, 1);
     (void)mca_btl_ofi_msg_send(rail, origin, &answer, sizeof(answer));
 }
@@ -284,8 +283,8 @@ static int mca_btl_ofi_locate_question(mca_btl_ofi_rail_t *rail,
 }
 
 int mca_btl_ofi_locate(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
-                       const struct mca_btl_base_registration_handle_t *handle,
-                       uint64_t address, size_t size, mca_btl_ofi_target_t *target)
+                       const struct mca_btl_base_registration_handle_t *handle, uint64_t address,
+                       size_t size, mca_btl_ofi_target_t *target)
 {
     struct mca_btl_ofi_locate_t *locate = rail->locate;
     mca_btl_ofi_locate_slot_t *slot;

@@ -34,8 +34,8 @@ void mca_btl_ofi_locate_stop(mca_btl_ofi_rail_t *rail);
  *         peer cannot be asked (no FI_MSG)
  */
 int mca_btl_ofi_locate(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
-                       const struct mca_btl_base_registration_handle_t *handle,
-                       uint64_t address, size_t size, mca_btl_ofi_target_t *target);
+                       const struct mca_btl_base_registration_handle_t *handle, uint64_t address,
+                       size_t size, mca_btl_ofi_target_t *target);
 
 /**
  * An access that came without a registration handle. osc/rdma 4.1, in a job on one node,
@@ -87,8 +87,7 @@ static inline int mca_btl_ofi_remote_target(const mca_btl_ofi_rail_t *rail,
         return OPAL_ERR_UNREACH; /* its NIC failed (btl_ofi_fault.c) */
     }
     if (OPAL_UNLIKELY(NULL == remote)) {
-        return mca_btl_ofi_locate_own((mca_btl_ofi_rail_t *)rail, endpoint, address, size,
-                                      target);
+        return mca_btl_ofi_locate_own((mca_btl_ofi_rail_t *)rail, endpoint, address, size, target);
     }
     mca_btl_ofi_handle_read(remote, &handle);
     covered = mca_btl_ofi_handle_covers(&handle, address, size) && !mca_btl_ofi_inject_stale();

@@ -209,8 +209,8 @@ int mca_btl_ofi_module_open_network(mca_btl_ofi_module_t *module, struct fi_info
  * CPU's. */
 static bool mca_btl_ofi_cpu_atomics(const mca_btl_ofi_rail_t *network)
 {
-    static const char *const software[] = {"tcp", "sockets", "udp", "net", "shm",
-                                           "ofi_rxm", "ofi_rxd", NULL};
+    static const char *const software[] = {"tcp", "sockets", "udp",     "net",
+                                           "shm", "ofi_rxm", "ofi_rxd", NULL};
     const char *part = network->info->fabric_attr->prov_name;
 
     if (network->atomics_as_messages) {
@@ -276,10 +276,11 @@ static void mca_btl_ofi_open_local(mca_btl_ofi_module_t *module, const char *pro
     if (NULL == module->local) {
         return;
     }
-    module->local_atomics = MCA_BTL_OFI_LOCAL_ATOMICS_LOCAL == choice ||
-                            (MCA_BTL_OFI_LOCAL_ATOMICS_AUTO == choice &&
-                             mca_btl_ofi_cpu_atomics(module->network));
-    if (module->local_atomics && (module->local->caps.atomic_flags & atomic_flags) != atomic_flags) {
+    module->local_atomics =
+        MCA_BTL_OFI_LOCAL_ATOMICS_LOCAL == choice ||
+        (MCA_BTL_OFI_LOCAL_ATOMICS_AUTO == choice && mca_btl_ofi_cpu_atomics(module->network));
+    if (module->local_atomics &&
+        (module->local->caps.atomic_flags & atomic_flags) != atomic_flags) {
         /* it lacks an atomic Open MPI will send: all of them take the network */
         module->local_atomics = false;
     }
@@ -322,8 +323,8 @@ static int mca_btl_ofi_progress_others(void *owner, const mca_btl_ofi_rail_t *ex
 void mca_btl_ofi_module_add_rails(mca_btl_ofi_module_t *module, bool enable_mpi_threads)
 {
     mca_btl_ofi_rail_t *network = module->network;
-    const char *provider = mca_btl_ofi_local_wanted(network->info->fabric_attr->prov_name,
-                                                    network->local_only);
+    const char *provider =
+        mca_btl_ofi_local_wanted(network->info->fabric_attr->prov_name, network->local_only);
     const bool stripes = mca_btl_ofi_stripes_wanted(network->local_only);
 
     if (NULL == provider && !stripes) {
@@ -400,8 +401,7 @@ static int mca_btl_ofi_progress_others(void *owner, const mca_btl_ofi_rail_t *ex
     }
     for (int i = 0; i < module->nic_count; ++i) {
         /* (finalize closes them one by one: a closed one is NULL) */
-        if (NULL != module->nics[i] && module->nics[i] != except &&
-            module->nics[i]->initialized) {
+        if (NULL != module->nics[i] && module->nics[i] != except && module->nics[i]->initialized) {
             events += mca_btl_ofi_rail_progress_paced(module->nics[i], NULL, 0);
         }
     }
@@ -425,11 +425,10 @@ static void mca_btl_ofi_rail_failed(void *owner, mca_btl_ofi_rail_t *rail, const
                                info->fabric_attr->prov_name, info->fabric_attr->name, why, count,
                                NULL);
     } else {
-        mca_btl_ofi_report_now(NULL != module->error_cb ? "nic-failed-fatal" : "nic-failed-stuck",
-                               info->domain_attr->name, info->fabric_attr->prov_name,
-                               info->fabric_attr->name, why, count,
-                               mca_btl_ofi_param_name("domain_exclude", param, sizeof(param)),
-                               NULL);
+        mca_btl_ofi_report_now(
+            NULL != module->error_cb ? "nic-failed-fatal" : "nic-failed-stuck",
+            info->domain_attr->name, info->fabric_attr->prov_name, info->fabric_attr->name, why,
+            count, mca_btl_ofi_param_name("domain_exclude", param, sizeof(param)), NULL);
     }
     snprintf(text, sizeof(text),
              "btl-ofi: NIC %s (%s) failed: %s; one-sided communication through it cannot go on",

@@ -69,8 +69,8 @@ static int mca_btl_ofi_mr_reg(mca_btl_ofi_rail_t *rail, void *base, size_t size,
         reg->mr = NULL;
         return OPAL_ERROR;
     }
-    if (rail->mr_endpoint && (0 != (rc = fi_mr_bind(reg->mr, &rail->ep->fid, 0)) ||
-                                0 != (rc = fi_mr_enable(reg->mr)))) {
+    if (rail->mr_endpoint &&
+        (0 != (rc = fi_mr_bind(reg->mr, &rail->ep->fid, 0)) || 0 != (rc = fi_mr_enable(reg->mr)))) {
         opal_output_verbose(1, mca_btl_ofi_output,
                             MCA_BTL_OFI_LOG "binding a registration to the endpoint failed: %s",
                             fi_strerror(-rc));
@@ -166,8 +166,7 @@ mca_btl_ofi_reg_t *mca_btl_ofi_reg_find(mca_btl_ofi_rail_t *rail, uint64_t key)
 {
     mca_btl_ofi_reg_t *reg = NULL;
 
-    if (OPAL_SUCCESS !=
-        opal_hash_table_get_value_uint64(&rail->regs_by_key, key, (void **)&reg)) {
+    if (OPAL_SUCCESS != opal_hash_table_get_value_uint64(&rail->regs_by_key, key, (void **)&reg)) {
         return NULL;
     }
     return reg;
@@ -216,13 +215,14 @@ static bool mca_btl_ofi_reg_scan(mca_btl_ofi_rail_t *rail, uint64_t address, siz
     bool found = false;
 
     OPAL_THREAD_LOCK(&rail->reg_lock);
-    OPAL_LIST_FOREACH (reg, &rail->live_regs, mca_btl_ofi_reg_t) {
+    OPAL_LIST_FOREACH(reg, &rail->live_regs, mca_btl_ofi_reg_t)
+    {
         if (NULL == reg->mr || !mca_btl_ofi_handle_covers(&reg->handle, address, size)) {
             continue;
         }
         if (own_private && reg->remote && 0 == reg->own_private) {
-            reg->own_private = mca_btl_ofi_memory_private(reg->handle.base, reg->handle.len) ? 1
-                                                                                           : -1;
+            reg->own_private =
+                mca_btl_ofi_memory_private(reg->handle.base, reg->handle.len) ? 1 : -1;
         }
         if (!own_private || (reg->remote && 1 == reg->own_private)) {
             *handle = reg->handle;

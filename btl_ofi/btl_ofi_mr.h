@@ -163,8 +163,8 @@ static inline void mca_btl_ofi_handle_read(const struct mca_btl_base_registratio
 static inline bool mca_btl_ofi_handle_covers(const struct mca_btl_base_registration_handle_t *h,
                                              uint64_t address, size_t size)
 {
-    return h->check == mca_btl_ofi_handle_check(h->key, h->base, h->len) &&
-           address >= h->base && size <= h->len && address - h->base <= h->len - size;
+    return h->check == mca_btl_ofi_handle_check(h->key, h->base, h->len) && address >= h->base &&
+           size <= h->len && address - h->base <= h->len - size;
 }
 
 /** The target of an access inside the registration of h (covers() said so). */

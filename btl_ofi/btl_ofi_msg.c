@@ -36,8 +36,8 @@ typedef struct mca_btl_ofi_msg_out_t {
     opal_list_item_t super;
     struct mca_btl_base_endpoint_t *endpoint;
     size_t bytes;
-    void *data;  /**< small, or big */
-    void *big;   /**< a message larger than small, else NULL */
+    void *data; /**< small, or big */
+    void *big;  /**< a message larger than small, else NULL */
     /** an operation that waits for the peer's answer to this message (a request), or NULL:
      *  if the message fails after its sender was told it was sent, the operation fails */
     mca_btl_ofi_op_t *waiting;
@@ -105,15 +105,14 @@ bool mca_btl_ofi_msg_prepare(struct fi_info **info)
     return true;
 }
 
-static void mca_btl_ofi_msg_received(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op,
-                                     int status);
+static void mca_btl_ofi_msg_received(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op, int status);
 
 static void mca_btl_ofi_msg_post_recv(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op)
 {
     struct mca_btl_ofi_msg_t *msg = rail->msg;
     void *desc = NULL == msg->bufs_reg ? NULL : msg->bufs_reg->desc;
-    ssize_t rc = fi_recv(rail->ep, op->local_address, msg->largest, desc, FI_ADDR_UNSPEC,
-                         &op->fi_ctx);
+    ssize_t rc =
+        fi_recv(rail->ep, op->local_address, msg->largest, desc, FI_ADDR_UNSPEC, &op->fi_ctx);
 
     if (OPAL_LIKELY(0 == rc)) {
         return;
@@ -260,8 +259,7 @@ static void mca_btl_ofi_msg_dispatch(mca_btl_ofi_rail_t *rail, const void *buf)
 }
 
 /* A receive buffer got a message (or an error): act on it and post the buffer again. */
-static void mca_btl_ofi_msg_received(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op,
-                                     int status)
+static void mca_btl_ofi_msg_received(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op, int status)
 {
     if (OPAL_SUCCESS == status) {
         mca_btl_ofi_msg_dispatch(rail, op->local_address);
@@ -273,8 +271,8 @@ static void mca_btl_ofi_msg_received(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t 
 
 /* ---- sending ------------------------------------------------------------- */
 
-void mca_btl_ofi_msg_header_init(mca_btl_ofi_msg_header_t *header,
-                                 enum mca_btl_ofi_msg_type_t type, size_t bytes)
+void mca_btl_ofi_msg_header_init(mca_btl_ofi_msg_header_t *header, enum mca_btl_ofi_msg_type_t type,
+                                 size_t bytes)
 {
     *header = (mca_btl_ofi_msg_header_t){
         .magic = MCA_BTL_OFI_MSG_MAGIC,
@@ -336,10 +334,10 @@ static int mca_btl_ofi_msg_post(mca_btl_ofi_rail_t *rail, mca_btl_ofi_msg_out_t 
     } else if (!mca_btl_ofi_op_desc(rail, op, out->data, out->bytes, &desc)) {
         rc = OPAL_ERROR; /* no registration for it; op was released */
     } else {
-        rc = mca_btl_ofi_post_result(rail, op,
-                                     fi_send(rail->ep, out->data, out->bytes, desc,
-                                             endpoint->peer_addr, &op->fi_ctx),
-                                     "fi_send (message)");
+        rc = mca_btl_ofi_post_result(
+            rail, op,
+            fi_send(rail->ep, out->data, out->bytes, desc, endpoint->peer_addr, &op->fi_ctx),
+            "fi_send (message)");
     }
     if (OPAL_ERROR == rc) {
         OBJ_RELEASE(out);
@@ -411,9 +409,8 @@ int mca_btl_ofi_msg_request(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoi
     return mca_btl_ofi_msg_copy_send(rail, endpoint, msg, bytes, NULL, 0, waiting);
 }
 
-int mca_btl_ofi_msg_send_data(mca_btl_ofi_rail_t *rail,
-                              struct mca_btl_base_endpoint_t *endpoint, const void *head,
-                              size_t head_bytes, const void *data, size_t bytes)
+int mca_btl_ofi_msg_send_data(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
+                              const void *head, size_t head_bytes, const void *data, size_t bytes)
 {
     return mca_btl_ofi_msg_copy_send(rail, endpoint, head, head_bytes, data, bytes, NULL);
 }

@@ -16,14 +16,14 @@ BEGIN_C_DECLS
 
 /** What a message is; each type has one handler. */
 enum mca_btl_ofi_msg_type_t {
-    MCA_BTL_OFI_MSG_PUTS = 1,  /**< gathered puts to apply (btl_ofi_coalesce.c) */
-    MCA_BTL_OFI_MSG_PUTS_DONE, /**< their answer */
-    MCA_BTL_OFI_MSG_LOCATE,    /**< which registration covers an address (btl_ofi_locate.c) */
-    MCA_BTL_OFI_MSG_LOCATED,   /**< its answer */
-    MCA_BTL_OFI_MSG_ATOMIC,    /**< an atomic for the target to apply (btl_ofi_am.c) */
+    MCA_BTL_OFI_MSG_PUTS = 1,    /**< gathered puts to apply (btl_ofi_coalesce.c) */
+    MCA_BTL_OFI_MSG_PUTS_DONE,   /**< their answer */
+    MCA_BTL_OFI_MSG_LOCATE,      /**< which registration covers an address (btl_ofi_locate.c) */
+    MCA_BTL_OFI_MSG_LOCATED,     /**< its answer */
+    MCA_BTL_OFI_MSG_ATOMIC,      /**< an atomic for the target to apply (btl_ofi_am.c) */
     MCA_BTL_OFI_MSG_ATOMIC_DONE, /**< its answer: applied (old value) or refused */
-    MCA_BTL_OFI_MSG_GET,       /**< a get for the target to answer with the data */
-    MCA_BTL_OFI_MSG_GET_DATA,  /**< one piece of that data, or the refusal */
+    MCA_BTL_OFI_MSG_GET,         /**< a get for the target to answer with the data */
+    MCA_BTL_OFI_MSG_GET_DATA,    /**< one piece of that data, or the refusal */
     MCA_BTL_OFI_MSG_TYPES,
 };
 
@@ -77,8 +77,8 @@ void mca_btl_ofi_msg_on(mca_btl_ofi_rail_t *rail, enum mca_btl_ofi_msg_type_t ty
                         mca_btl_ofi_msg_fn_t fn);
 
 /** Fill a header: magic, type, bytes, this process as origin. */
-void mca_btl_ofi_msg_header_init(mca_btl_ofi_msg_header_t *header,
-                                 enum mca_btl_ofi_msg_type_t type, size_t bytes);
+void mca_btl_ofi_msg_header_init(mca_btl_ofi_msg_header_t *header, enum mca_btl_ofi_msg_type_t type,
+                                 size_t bytes);
 
 /**
  * Send a small message (its header filled by mca_btl_ofi_msg_header_init). It
@@ -109,9 +109,8 @@ int mca_btl_ofi_msg_request(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoi
  *
  * @retval as mca_btl_ofi_msg_send
  */
-int mca_btl_ofi_msg_send_data(mca_btl_ofi_rail_t *rail,
-                              struct mca_btl_base_endpoint_t *endpoint, const void *head,
-                              size_t head_bytes, const void *data, size_t bytes);
+int mca_btl_ofi_msg_send_data(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
+                              const void *head, size_t head_bytes, const void *data, size_t bytes);
 
 /** The largest message this process receives (bytes of one receive buffer). */
 size_t mca_btl_ofi_msg_largest(const mca_btl_ofi_rail_t *rail);

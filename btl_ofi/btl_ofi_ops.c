@@ -75,13 +75,11 @@ __attribute__((noinline)) bool mca_btl_ofi_inject_stale_call(void)
 }
 #endif
 
-mca_btl_ofi_op_t *mca_btl_ofi_op_alloc(mca_btl_ofi_rail_t *rail,
-                                       mca_btl_ofi_op_complete_fn_t complete,
-                                       struct mca_btl_base_endpoint_t *endpoint,
-                                       void *local_address,
-                                       struct mca_btl_base_registration_handle_t *local_handle,
-                                       mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
-                                       void *cbdata)
+mca_btl_ofi_op_t *
+mca_btl_ofi_op_alloc(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_complete_fn_t complete,
+                     struct mca_btl_base_endpoint_t *endpoint, void *local_address,
+                     struct mca_btl_base_registration_handle_t *local_handle,
+                     mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
     mca_btl_ofi_op_t *op;
 
@@ -146,8 +144,8 @@ int mca_btl_ofi_post_result(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op, ssiz
 void mca_btl_ofi_op_finish(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op, int status)
 {
     if (NULL != op->cbfunc) {
-        op->cbfunc(rail->config.hooks.btl, op->endpoint, op->local_address,
-                   op->local_handle, op->cbcontext, op->cbdata, status);
+        op->cbfunc(rail->config.hooks.btl, op->endpoint, op->local_address, op->local_handle,
+                   op->cbcontext, op->cbdata, status);
     }
     mca_btl_ofi_op_release(rail, op);
 }
@@ -236,9 +234,8 @@ static int mca_btl_ofi_batch_handle(mca_btl_ofi_batch_t *batch)
     while (batch->next < batch->count) {
         struct fi_cq_entry *entry = &batch->entries[batch->next++];
 
-        mca_btl_ofi_op_complete(batch->rail,
-                                container_of(entry->op_context, mca_btl_ofi_op_t, fi_ctx),
-                                OPAL_SUCCESS);
+        mca_btl_ofi_op_complete(
+            batch->rail, container_of(entry->op_context, mca_btl_ofi_op_t, fi_ctx), OPAL_SUCCESS);
         ++handled;
     }
     return handled;
@@ -286,7 +283,8 @@ int mca_btl_ofi_rail_progress(mca_btl_ofi_rail_t *rail)
     if (OPAL_UNLIKELY(atomic_load_explicit(&rail->failed, memory_order_relaxed))) {
         return 0;
     }
-    if (OPAL_UNLIKELY(NULL != mca_btl_ofi_batches) && 0 != (handled = mca_btl_ofi_batch_outer(rail))) {
+    if (OPAL_UNLIKELY(NULL != mca_btl_ofi_batches) &&
+        0 != (handled = mca_btl_ofi_batch_outer(rail))) {
         return handled;
     }
     mca_btl_ofi_repost_deferred(rail);
@@ -347,8 +345,8 @@ int mca_btl_ofi_op_words_init(opal_free_list_item_t *item, void *ctx)
     return mca_btl_ofi_word_slot(rail, &op->words, &op->words_desc);
 }
 
-bool mca_btl_ofi_op_transient_desc(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op,
-                                   void *address, size_t size, void **desc)
+bool mca_btl_ofi_op_transient_desc(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op, void *address,
+                                   size_t size, void **desc)
 {
     op->transient = mca_btl_ofi_rcache_on(rail) && 0 != size
                         ? mca_btl_ofi_rcache_get(rail, address, size)

@@ -113,13 +113,11 @@ static inline bool mca_btl_ofi_op_room(const mca_btl_ofi_rail_t *rail)
  * @param complete (IN) what progress runs when its completion arrives
  * @retval the context, or NULL when the free list is exhausted
  */
-mca_btl_ofi_op_t *mca_btl_ofi_op_alloc(mca_btl_ofi_rail_t *rail,
-                                       mca_btl_ofi_op_complete_fn_t complete,
-                                       struct mca_btl_base_endpoint_t *endpoint,
-                                       void *local_address,
-                                       struct mca_btl_base_registration_handle_t *local_handle,
-                                       mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
-                                       void *cbdata);
+mca_btl_ofi_op_t *
+mca_btl_ofi_op_alloc(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_complete_fn_t complete,
+                     struct mca_btl_base_endpoint_t *endpoint, void *local_address,
+                     struct mca_btl_base_registration_handle_t *local_handle,
+                     mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
 
 /** Return an operation context that will not complete and uncount it. */
 void mca_btl_ofi_op_release(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op);
@@ -163,8 +161,8 @@ void mca_btl_ofi_defer(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op,
 int mca_btl_ofi_op_words_init(opal_free_list_item_t *item, void *ctx);
 
 /** Slow path of mca_btl_ofi_op_desc: register op's buffer for this operation. */
-bool mca_btl_ofi_op_transient_desc(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op,
-                                   void *address, size_t size, void **desc);
+bool mca_btl_ofi_op_transient_desc(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op, void *address,
+                                   size_t size, void **desc);
 
 /**
  * The descriptor for an operation's local buffer [address, address + size):

@@ -11,9 +11,9 @@
 #include "btl_ofi_pvar.h"
 #include "btl_ofi_wake.h"
 
-/* An idle paced rail's CQ (a network rail beside others with nothing of this process's own in flight on it)
- * is left unread for btl_ofi_idle_poll_ratio times what a quiet read of it costs, so those
- * reads take at most 1/(ratio + 1) of a loop that waits, whatever one costs (a poll system
+/* An idle paced rail's CQ (a network rail beside others with nothing of this process's own in
+ * flight on it) is left unread for btl_ofi_idle_poll_ratio times what a quiet read of it costs, so
+ * those reads take at most 1/(ratio + 1) of a loop that waits, whatever one costs (a poll system
  * call on tcp, a memory read on a NIC). A peer's operation that waits for this process's
  * progress (tcp;ofi_rxm applies them at the target, and says nothing to it) makes the read
  * that serves it cost MCA_BTL_OFI_IDLE_READ_BUSY times a quiet one or more (it receives
@@ -22,9 +22,9 @@
  * a cheaper read lowers it at once, a dearer one raises it by 1/256, so the reads that
  * serve peers do not count as quiet while they come among quiet ones, and a cost that has
  * grown for good is learnt within some hundred reads. MCA_BTL_OFI_IDLE_READ_MAX_NS bounds
- * that pause. While the rail read at every pass beside it (the node-local one) is at work (operations of this process's own in
- * flight on it, or a read of it that served an on-node peer within
- * MCA_BTL_OFI_IDLE_READ_EAGER of its quiet reads' time, told the same way) the pause is
+ * that pause. While the rail read at every pass beside it (the node-local one) is at work
+ * (operations of this process's own in flight on it, or a read of it that served an on-node peer
+ * within MCA_BTL_OFI_IDLE_READ_EAGER of its quiet reads' time, told the same way) the pause is
  * btl_ofi_local_busy_poll_us instead (default 20 us): an on-node operation takes a
  * microsecond or so, and a network read in its wait, on either side, costs it more than
  * the read's own time. The clock is read at every pass that may skip
@@ -45,8 +45,8 @@ static bool mca_btl_ofi_read_cost(mca_btl_ofi_rail_t *rail, uint64_t after, uint
     bool served = false;
 
     if (!moved) {
-        rail->idle_read_ns = 0 == quiet || cost < quiet ? (0 != cost ? cost : 1)
-                                                          : quiet + quiet / 256 + 1;
+        rail->idle_read_ns =
+            0 == quiet || cost < quiet ? (0 != cost ? cost : 1) : quiet + quiet / 256 + 1;
         served = 0 != quiet && cost >= MCA_BTL_OFI_IDLE_READ_BUSY * quiet;
     }
     if (moved || served) {
@@ -90,8 +90,8 @@ static void mca_btl_ofi_pace_next(mca_btl_ofi_rail_t *rail, const mca_btl_ofi_ra
     } else if (rail->wake_quiet < MCA_BTL_OFI_WAKE_QUIET_READS) {
         ++rail->wake_quiet;
     }
-    if (after < rail->eager_until || (rail->wake_quiet >= MCA_BTL_OFI_WAKE_QUIET_READS &&
-                                      mca_btl_ofi_wake_arm(rail, after))) {
+    if (after < rail->eager_until ||
+        (rail->wake_quiet >= MCA_BTL_OFI_WAKE_QUIET_READS && mca_btl_ofi_wake_arm(rail, after))) {
         return;
     }
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_PAUSES, 1);
@@ -149,9 +149,9 @@ int mca_btl_ofi_rail_progress_pair(mca_btl_ofi_rail_t *local, mca_btl_ofi_rail_t
     uint64_t before, after = 0;
     int events = 0;
 
-    if (local_too && (0 == mca_btl_ofi_params.idle_poll_ratio ||
-                      MCA_BTL_OFI_WAKE_ARMED ==
-                          __atomic_load_n(&network->wake_state, __ATOMIC_RELAXED))) {
+    if (local_too &&
+        (0 == mca_btl_ofi_params.idle_poll_ratio ||
+         MCA_BTL_OFI_WAKE_ARMED == __atomic_load_n(&network->wake_state, __ATOMIC_RELAXED))) {
         /* read at every pass; untimed where nothing is paced, or where the network CQ is
          * left to its io_uring poll (no pause to choose by how busy this rail is) */
         events = mca_btl_ofi_rail_progress(local);

@@ -252,10 +252,9 @@ int mca_btl_ofi_pvar_register(const mca_base_component_t *component)
 {
     for (int i = 0; i < MCA_BTL_OFI_CNT_MAX; ++i) {
         int rc = mca_base_component_pvar_register(
-            component, mca_btl_ofi_counter_info[i].name,
-            mca_btl_ofi_counter_info[i].description, OPAL_INFO_LVL_4,
-            mca_btl_ofi_counter_info[i].var_class, MCA_BASE_VAR_TYPE_UNSIGNED_LONG, NULL,
-            MCA_BASE_VAR_BIND_NO_OBJECT,
+            component, mca_btl_ofi_counter_info[i].name, mca_btl_ofi_counter_info[i].description,
+            OPAL_INFO_LVL_4, mca_btl_ofi_counter_info[i].var_class, MCA_BASE_VAR_TYPE_UNSIGNED_LONG,
+            NULL, MCA_BASE_VAR_BIND_NO_OBJECT,
             MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS, mca_btl_ofi_pvar_read,
             NULL, NULL, (void *)(intptr_t)i);
         if (rc < 0) {

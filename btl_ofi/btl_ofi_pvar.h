@@ -39,13 +39,13 @@ enum mca_btl_ofi_counter_id_t {
     MCA_BTL_OFI_CNT_RCACHE_INVALIDATED,
     MCA_BTL_OFI_CNT_RCACHE_EVICTED,
     MCA_BTL_OFI_CNT_RCACHE_ENTRIES, /**< level: registrations the cache holds */
-    MCA_BTL_OFI_CNT_MR_MODE,  /**< the negotiated FI_MR_* bits (set once, at init) */
-    MCA_BTL_OFI_CNT_KEY_SIZE, /**< the negotiated mr_key_size in bytes (set once, at init) */
-    MCA_BTL_OFI_CNT_ATOMICS_AS_MESSAGES, /**< origin: atomics sent as messages (btl_ofi_am.c) */
-    MCA_BTL_OFI_CNT_GETS_AS_MESSAGES,    /**< origin: gets sent as messages */
-    MCA_BTL_OFI_CNT_MESSAGES_APPLIED,    /**< target: atomic and get messages applied */
+    MCA_BTL_OFI_CNT_MR_MODE,        /**< the negotiated FI_MR_* bits (set once, at init) */
+    MCA_BTL_OFI_CNT_KEY_SIZE,       /**< the negotiated mr_key_size in bytes (set once, at init) */
+    MCA_BTL_OFI_CNT_ATOMICS_AS_MESSAGES,  /**< origin: atomics sent as messages (btl_ofi_am.c) */
+    MCA_BTL_OFI_CNT_GETS_AS_MESSAGES,     /**< origin: gets sent as messages */
+    MCA_BTL_OFI_CNT_MESSAGES_APPLIED,     /**< target: atomic and get messages applied */
     MCA_BTL_OFI_CNT_REGISTRATIONS_FAILED, /**< fi_mr_reg calls the provider refused */
-    MCA_BTL_OFI_CNT_CQ_POLLS, /**< fi_cq_read calls (progress passes that read the CQ) */
+    MCA_BTL_OFI_CNT_CQ_POLLS,      /**< fi_cq_read calls (progress passes that read the CQ) */
     MCA_BTL_OFI_CNT_LOCAL_PUTS,    /**< puts to peers on this node over the node-local domain */
     MCA_BTL_OFI_CNT_LOCAL_GETS,    /**< gets likewise */
     MCA_BTL_OFI_CNT_LOCAL_ATOMICS, /**< atomics likewise */
@@ -58,8 +58,8 @@ enum mca_btl_ofi_counter_id_t {
     MCA_BTL_OFI_CNT_CQ_PAUSES,     /**< idle network CQ reads followed by a pause (btl_ofi_ops.c) */
     MCA_BTL_OFI_CNT_CQ_SERVING,    /**< idle network CQ reads that served a peer (cost) */
     MCA_BTL_OFI_CNT_CQ_LONG_PAUSES, /**< pauses made longest: the node-local domain at work */
-    MCA_BTL_OFI_CNT_CQ_ARMED,      /**< idle network CQs left to an io_uring poll (btl_ofi_wake.c) */
-    MCA_BTL_OFI_CNT_CQ_WOKEN,      /**< reads of such a CQ because that poll completed */
+    MCA_BTL_OFI_CNT_CQ_ARMED,    /**< idle network CQs left to an io_uring poll (btl_ofi_wake.c) */
+    MCA_BTL_OFI_CNT_CQ_WOKEN,    /**< reads of such a CQ because that poll completed */
     MCA_BTL_OFI_CNT_SELF_SERVED, /**< handle-less accesses to own memory served (locate.h) */
     MCA_BTL_OFI_CNT_MAX,
 };

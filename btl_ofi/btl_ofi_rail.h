@@ -206,10 +206,10 @@ struct mca_btl_ofi_rail_t {
     /** CLOCK_MONOTONIC seconds: since when reads find nothing while operations wait (0: not
      *  now), and when the link is looked at next */
     double stall_since, next_probe;
-    unsigned empty_reads; /**< empty CQ reads with operations waiting, since the last clock */
-    int stall_timeout;    /**< seconds of such a wait that mean a failed NIC; 0: none */
+    unsigned empty_reads;    /**< empty CQ reads with operations waiting, since the last clock */
+    int stall_timeout;       /**< seconds of such a wait that mean a failed NIC; 0: none */
     bool stall_timeout_auto; /**< stall_timeout is btl_ofi_nic_timeout's default (-1) */
-    char *link_state;     /**< /sys/class/net/<domain>/operstate where the domain is one, or NULL */
+    char *link_state; /**< /sys/class/net/<domain>/operstate where the domain is one, or NULL */
 };
 
 /** CLOCK_MONOTONIC in nanoseconds (the pace of idle CQ reads: btl_ofi_ops.c). */

@@ -57,7 +57,7 @@ static int mca_btl_ofi_rail_lists_init(mca_btl_ofi_rail_t *rail)
 /* Receive buffers the messages post (0 without messages), no more than the queue holds. */
 static int mca_btl_ofi_rail_receives(const mca_btl_ofi_rail_t *rail, bool messages)
 {
-    int receives = !messages       ? 0
+    int receives = !messages        ? 0
                    : rail->coalesce ? mca_btl_ofi_coalesce_receive_buffers()
                                     : MCA_BTL_OFI_MSG_BUFFERS;
 
@@ -108,10 +108,9 @@ static int mca_btl_ofi_rail_services(mca_btl_ofi_rail_t *rail, bool messages)
     }
     receives = mca_btl_ofi_rail_receives(rail, messages);
     if (messages) {
-        mca_btl_ofi_msg_start(rail,
-                              rail->coalesce ? mca_btl_ofi_coalesce_message_size()
-                                             : MCA_BTL_OFI_MSG_SMALL,
-                              receives);
+        mca_btl_ofi_msg_start(
+            rail, rail->coalesce ? mca_btl_ofi_coalesce_message_size() : MCA_BTL_OFI_MSG_SMALL,
+            receives);
     }
     rail->op_limit = mca_btl_ofi_rail_op_limit(rail, receives);
     mca_btl_ofi_coalesce_start(rail);

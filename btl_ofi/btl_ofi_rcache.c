@@ -42,10 +42,10 @@
 typedef struct mca_btl_ofi_rcache_t {
     opal_list_item_t super; /**< on the process's list, for the hook */
     opal_mutex_t lock;
-    opal_list_t mru;     /**< registrations to look up, most recently used first */
-    opal_list_t gone;    /**< unused registrations to close (their memory went away) */
-    size_t entries;      /**< on mru */
-    size_t max_entries;  /**< btl_ofi_rcache_size */
+    opal_list_t mru;    /**< registrations to look up, most recently used first */
+    opal_list_t gone;   /**< unused registrations to close (their memory went away) */
+    size_t entries;     /**< on mru */
+    size_t max_entries; /**< btl_ofi_rcache_size */
 } mca_btl_ofi_rcache_t;
 
 static OBJ_CLASS_INSTANCE(mca_btl_ofi_rcache_t, opal_list_item_t, NULL, NULL);
@@ -80,11 +80,13 @@ static void mca_btl_ofi_rcache_released(void *buf, size_t length, void *cbdata, 
     (void)cbdata;
     (void)from_alloc;
     opal_mutex_lock(&mca_btl_ofi_rcaches_lock);
-    OPAL_LIST_FOREACH (cache, &mca_btl_ofi_rcaches, mca_btl_ofi_rcache_t) {
+    OPAL_LIST_FOREACH(cache, &mca_btl_ofi_rcaches, mca_btl_ofi_rcache_t)
+    {
         mca_btl_ofi_reg_t *reg, *next;
 
         opal_mutex_lock(&cache->lock);
-        OPAL_LIST_FOREACH_SAFE (reg, next, &cache->mru, mca_btl_ofi_reg_t) {
+        OPAL_LIST_FOREACH_SAFE(reg, next, &cache->mru, mca_btl_ofi_reg_t)
+        {
             if (!mca_btl_ofi_reg_overlaps(reg, lo, hi)) {
                 continue;
             }
@@ -118,7 +120,8 @@ static void mca_btl_ofi_rcache_collect_to(mca_btl_ofi_rcache_t *cache, opal_list
     mca_btl_ofi_reg_t *reg, *prev;
 
     opal_list_join(victims, opal_list_get_end(victims), &cache->gone);
-    OPAL_LIST_FOREACH_SAFE_REV (reg, prev, &cache->mru, mca_btl_ofi_reg_t) {
+    OPAL_LIST_FOREACH_SAFE_REV(reg, prev, &cache->mru, mca_btl_ofi_reg_t)
+    {
         if (cache->entries <= keep) {
             break;
         }
@@ -268,7 +271,8 @@ static mca_btl_ofi_reg_t *mca_btl_ofi_rcache_find(mca_btl_ofi_rcache_t *cache, u
 {
     mca_btl_ofi_reg_t *reg;
 
-    OPAL_LIST_FOREACH (reg, &cache->mru, mca_btl_ofi_reg_t) {
+    OPAL_LIST_FOREACH(reg, &cache->mru, mca_btl_ofi_reg_t)
+    {
         if (reg->handle.base <= lo && hi <= reg->handle.base + reg->handle.len) {
             ++reg->users;
             if (&reg->super != opal_list_get_first(&cache->mru)) {
@@ -292,7 +296,6 @@ mca_btl_ofi_reg_t *mca_btl_ofi_rcache_reg_create(mca_btl_ofi_rail_t *rail, void 
     }
     return reg;
 }
-
 
 mca_btl_ofi_reg_t *mca_btl_ofi_rcache_get(mca_btl_ofi_rail_t *rail, void *base, size_t size)
 {

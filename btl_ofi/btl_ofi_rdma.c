@@ -28,8 +28,7 @@
 #include "btl_ofi_pvar.h"
 
 static void mca_btl_ofi_put_proof_post(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *put);
-static void mca_btl_ofi_put_part_done(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *put,
-                                      int status);
+static void mca_btl_ofi_put_part_done(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *put, int status);
 
 typedef ssize_t (*mca_btl_ofi_rma_fn_t)(struct fid_ep *ep, void *buf, size_t len, void *desc,
                                         fi_addr_t addr, uint64_t remote, uint64_t key,
@@ -87,10 +86,9 @@ mca_btl_ofi_rma_op(mca_btl_ofi_rail_t *rail, bool unproven, bool tracked,
     mca_btl_ofi_op_t *op = NULL;
 
     if (OPAL_LIKELY(mca_btl_ofi_op_room(rail))) {
-        op = mca_btl_ofi_op_alloc(rail, unproven ? mca_btl_ofi_put_part_done
-                                                 : mca_btl_ofi_op_finish,
-                                  endpoint, local_address, local_handle, cbfunc, cbcontext,
-                                  cbdata);
+        op =
+            mca_btl_ofi_op_alloc(rail, unproven ? mca_btl_ofi_put_part_done : mca_btl_ofi_op_finish,
+                                 endpoint, local_address, local_handle, cbfunc, cbcontext, cbdata);
     }
     if (OPAL_UNLIKELY(NULL == op)) {
         if (tracked) {
@@ -122,8 +120,8 @@ static inline int mca_btl_ofi_rma_post(mca_btl_ofi_rail_t *rail, const mca_btl_o
     if (OPAL_UNLIKELY(!mca_btl_ofi_op_desc(rail, op, local_address, size, &desc))) {
         return OPAL_ERROR;
     }
-    posted = kind->post(rail->ep, local_address, size, desc, op->endpoint->peer_addr,
-                        target->addr, key, &op->fi_ctx);
+    posted = kind->post(rail->ep, local_address, size, desc, op->endpoint->peer_addr, target->addr,
+                        key, &op->fi_ctx);
     rc = mca_btl_ofi_post_result(rail, op, posted, kind->name);
     if (OPAL_SUCCESS == rc) {
         if (unproven) {
@@ -180,8 +178,8 @@ static int mca_btl_ofi_rma(mca_btl_ofi_rail_t *rail, const mca_btl_ofi_rma_kind_
         /* nothing in flight to this peer: an fi_write that coalescing keeps track of */
         tracked = true;
     }
-    op = mca_btl_ofi_rma_op(rail, unproven, tracked, endpoint, local_address, local_handle,
-                            cbfunc, cbcontext, cbdata);
+    op = mca_btl_ofi_rma_op(rail, unproven, tracked, endpoint, local_address, local_handle, cbfunc,
+                            cbcontext, cbdata);
     if (OPAL_UNLIKELY(NULL == op)) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
@@ -195,8 +193,8 @@ int mca_btl_ofi_rail_put(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_
                          mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
     return mca_btl_ofi_rma(rail, &mca_btl_ofi_put_kind, rail->caps.put_limit, endpoint,
-                           local_address, remote_address, local_handle, remote_handle, size,
-                           cbfunc, cbcontext, cbdata);
+                           local_address, remote_address, local_handle, remote_handle, size, cbfunc,
+                           cbcontext, cbdata);
 }
 
 int mca_btl_ofi_rail_get(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
@@ -206,8 +204,8 @@ int mca_btl_ofi_rail_get(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_
                          mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
     return mca_btl_ofi_rma(rail, &mca_btl_ofi_get_kind, rail->caps.get_limit, endpoint,
-                           local_address, remote_address, local_handle, remote_handle, size,
-                           cbfunc, cbcontext, cbdata);
+                           local_address, remote_address, local_handle, remote_handle, size, cbfunc,
+                           cbcontext, cbdata);
 }
 
 /* The proof word lives at the peer's proof handle (offset 0 without FI_MR_VIRT_ADDR). */
@@ -238,15 +236,15 @@ static void mca_btl_ofi_put_proof_post(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_
     mca_btl_ofi_op_t *proof;
     ssize_t rc;
 
-    proof = mca_btl_ofi_op_alloc(rail, mca_btl_ofi_put_proof_done, endpoint, NULL, NULL, NULL,
-                                 NULL, NULL);
+    proof = mca_btl_ofi_op_alloc(rail, mca_btl_ofi_put_proof_done, endpoint, NULL, NULL, NULL, NULL,
+                                 NULL);
     if (OPAL_UNLIKELY(NULL == proof)) {
         mca_btl_ofi_defer(rail, put, mca_btl_ofi_put_proof_post);
         return;
     }
     proof->parent = put;
-    rc = fi_read(rail->ep, &proof->words->fetched, sizeof(proof->words->fetched),
-                 proof->words_desc, endpoint->peer_addr, mca_btl_ofi_proof_addr(rail, endpoint),
+    rc = fi_read(rail->ep, &proof->words->fetched, sizeof(proof->words->fetched), proof->words_desc,
+                 endpoint->peer_addr, mca_btl_ofi_proof_addr(rail, endpoint),
                  endpoint->proof_handle.key, &proof->fi_ctx);
     if (OPAL_LIKELY(0 == rc)) {
         mca_btl_ofi_count(MCA_BTL_OFI_CNT_PROOF_READS, 1);
@@ -269,8 +267,7 @@ static void mca_btl_ofi_put_proof_post(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_
  * Only sent so far: osc/rdma may act on the put's callback (it releases its
  * accumulate lock), so the callback also waits for the read proving the data landed.
  */
-static void mca_btl_ofi_put_part_done(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *put,
-                                      int status)
+static void mca_btl_ofi_put_part_done(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *put, int status)
 {
     if (OPAL_SUCCESS != status) {
         put->status = status; /* either error fails the put */
@@ -298,17 +295,16 @@ static int mca_btl_ofi_post_proof(mca_btl_ofi_rail_t *rail,
     mca_btl_ofi_op_t *atomic_op;
     ssize_t rc;
 
-    atomic_op = mca_btl_ofi_op_alloc(rail, mca_btl_ofi_op_finish, endpoint, NULL, NULL, NULL, NULL,
-                                     NULL);
+    atomic_op =
+        mca_btl_ofi_op_alloc(rail, mca_btl_ofi_op_finish, endpoint, NULL, NULL, NULL, NULL, NULL);
     if (NULL == atomic_op) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     do {
         rc = fi_fetch_atomic(rail->ep, &atomic_op->words->operand, 1, atomic_op->words_desc,
-                             &atomic_op->words->fetched, atomic_op->words_desc,
-                             endpoint->peer_addr, mca_btl_ofi_proof_addr(rail, endpoint),
-                             endpoint->proof_handle.key, FI_UINT64, FI_ATOMIC_READ,
-                             &atomic_op->fi_ctx);
+                             &atomic_op->words->fetched, atomic_op->words_desc, endpoint->peer_addr,
+                             mca_btl_ofi_proof_addr(rail, endpoint), endpoint->proof_handle.key,
+                             FI_UINT64, FI_ATOMIC_READ, &atomic_op->fi_ctx);
     } while (-FI_EAGAIN == rc && mca_btl_ofi_progress_wait(rail) >= 0);
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_PROOF_READS, 1);
     return mca_btl_ofi_post_result(rail, atomic_op, rc, "fi_fetch_atomic (proof)");

@@ -66,4 +66,3 @@ void mca_btl_ofi_rail_deregister(mca_btl_ofi_rail_t *rail, mca_btl_ofi_reg_t *re
 
     mca_btl_ofi_reg_release(reg);
 }
-

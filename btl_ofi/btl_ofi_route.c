@@ -140,8 +140,7 @@ static int mca_btl_ofi_route_rma(mca_btl_ofi_rail_rma_fn_t rma, mca_btl_ofi_modu
     } else if (0 != endpoint->stripes && NULL != remote_handle && module->stripe_min <= size &&
                0 != module->stripe_min) {
         return mca_btl_ofi_stripe_rma(rma, module, endpoint, local_address, remote_address,
-                                      local_handle, remote_handle, size, cbfunc, cbcontext,
-                                      cbdata);
+                                      local_handle, remote_handle, size, cbfunc, cbcontext, cbdata);
     }
     return rma(rail, endpoint, local_address, remote_address, local_handle, remote_handle, size,
                cbfunc, cbcontext, cbdata);
@@ -156,8 +155,8 @@ int mca_btl_ofi_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
 {
     (void)flags, (void)order;
     return mca_btl_ofi_route_rma(mca_btl_ofi_rail_put, (mca_btl_ofi_module_t *)btl, endpoint,
-                                 local_address, remote_address, local_handle, remote_handle,
-                                 size, cbfunc, cbcontext, cbdata);
+                                 local_address, remote_address, local_handle, remote_handle, size,
+                                 cbfunc, cbcontext, cbdata);
 }
 
 int mca_btl_ofi_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
@@ -169,8 +168,8 @@ int mca_btl_ofi_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
 {
     (void)flags, (void)order;
     return mca_btl_ofi_route_rma(mca_btl_ofi_rail_get, (mca_btl_ofi_module_t *)btl, endpoint,
-                                 local_address, remote_address, local_handle, remote_handle,
-                                 size, cbfunc, cbcontext, cbdata);
+                                 local_address, remote_address, local_handle, remote_handle, size,
+                                 cbfunc, cbcontext, cbdata);
 }
 
 /* The rail that carries an atomic to this endpoint, with the endpoint and remote handle it
@@ -242,8 +241,7 @@ int mca_btl_ofi_acswap(struct mca_btl_base_module_t *btl, struct mca_btl_base_en
     }
     rail = mca_btl_ofi_route_atomic((mca_btl_ofi_module_t *)btl, &endpoint, &remote_handle);
     return mca_btl_ofi_rail_acswap(rail, endpoint, local_address, remote_address, local_handle,
-                                   remote_handle, compare, value, flags, cbfunc, cbcontext,
-                                   cbdata);
+                                   remote_handle, compare, value, flags, cbfunc, cbcontext, cbdata);
 }
 
 /* The first error of two results. */
@@ -290,8 +288,7 @@ int mca_btl_ofi_deregister_mem(struct mca_btl_base_module_t *btl,
     reg = container_of(handle, mca_btl_ofi_reg_t, handle);
     for (int slot = 1; slot < MCA_BTL_OFI_SLOTS; ++slot) {
         if (NULL != reg->by_rail[slot]) {
-            mca_btl_ofi_rail_deregister(mca_btl_ofi_module_rail(module, slot),
-                                        reg->by_rail[slot]);
+            mca_btl_ofi_rail_deregister(mca_btl_ofi_module_rail(module, slot), reg->by_rail[slot]);
             reg->by_rail[slot] = NULL;
         }
     }

@@ -221,7 +221,6 @@ int mca_btl_ofi_stripe_rma(mca_btl_ofi_rail_rma_fn_t rma, mca_btl_ofi_module_t *
     return NULL != cbfunc ? OPAL_SUCCESS : rc;
 }
 
-
 /* The flush of a further NIC (the k-th). One that failed holds nothing: its parts moved to
  * the first NIC (mca_btl_ofi_stripe_part_done), which is flushed again after them. */
 static int mca_btl_ofi_flush_nic(mca_btl_ofi_module_t *module, int k,
@@ -246,8 +245,8 @@ static int mca_btl_ofi_flush_moved(mca_btl_ofi_module_t *module,
     return OPAL_SUCCESS != rc ? rc : again;
 }
 
-int mca_btl_ofi_stripe_flush(mca_btl_ofi_module_t *module,
-                             struct mca_btl_base_endpoint_t *endpoint, int rc)
+int mca_btl_ofi_stripe_flush(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoint_t *endpoint,
+                             int rc)
 {
     const uint64_t moved = mca_btl_ofi_counter_read(MCA_BTL_OFI_CNT_STRIPE_MOVED);
     const int nics = NULL == endpoint ? module->nic_count : endpoint->stripes;

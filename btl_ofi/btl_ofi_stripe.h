@@ -46,8 +46,8 @@ int mca_btl_ofi_stripe_rma(mca_btl_ofi_rail_rma_fn_t rma, mca_btl_ofi_module_t *
  *
  * @retval rc, or the first error of those flushes
  */
-int mca_btl_ofi_stripe_flush(mca_btl_ofi_module_t *module,
-                             struct mca_btl_base_endpoint_t *endpoint, int rc);
+int mca_btl_ofi_stripe_flush(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoint_t *endpoint,
+                             int rc);
 
 END_C_DECLS
 

@@ -21,28 +21,28 @@
 #include <unistd.h>
 
 #if defined(__linux__) && defined(__has_include)
-#    if __has_include(<linux/io_uring.h>)
-#        include <linux/io_uring.h>
-#        include <sys/mman.h>
-#        include <sys/syscall.h>
-#    endif
+#if __has_include(<linux/io_uring.h>)
+#include <linux/io_uring.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#endif
 #endif
 #if defined(IORING_OFF_SQ_RING) && defined(__NR_io_uring_setup) && defined(__NR_io_uring_enter)
-#    define MCA_BTL_OFI_HAVE_IO_URING 1
-#    ifndef IORING_FEAT_SINGLE_MMAP
-#        define IORING_FEAT_SINGLE_MMAP (1U << 0)
-#    endif
-#    ifndef IORING_SETUP_COOP_TASKRUN
-#        define IORING_SETUP_COOP_TASKRUN (1U << 8)
-#    endif
-#    ifndef IORING_SETUP_TASKRUN_FLAG
-#        define IORING_SETUP_TASKRUN_FLAG (1U << 9)
-#    endif
-#    ifndef IORING_SQ_TASKRUN
-#        define IORING_SQ_TASKRUN (1U << 2)
-#    endif
+#define MCA_BTL_OFI_HAVE_IO_URING 1
+#ifndef IORING_FEAT_SINGLE_MMAP
+#define IORING_FEAT_SINGLE_MMAP (1U << 0)
+#endif
+#ifndef IORING_SETUP_COOP_TASKRUN
+#define IORING_SETUP_COOP_TASKRUN (1U << 8)
+#endif
+#ifndef IORING_SETUP_TASKRUN_FLAG
+#define IORING_SETUP_TASKRUN_FLAG (1U << 9)
+#endif
+#ifndef IORING_SQ_TASKRUN
+#define IORING_SQ_TASKRUN (1U << 2)
+#endif
 #else
-#    define MCA_BTL_OFI_HAVE_IO_URING 0
+#define MCA_BTL_OFI_HAVE_IO_URING 0
 #endif
 
 #include "btl_ofi_params.h"
@@ -85,8 +85,8 @@ static void mca_btl_ofi_wake_ring_free(mca_btl_ofi_wake_ring_t *ring)
 static void *mca_btl_ofi_wake_map(mca_btl_ofi_wake_ring_t *ring, int i, size_t size, off_t what)
 {
     ring->map_sizes[i] = size;
-    ring->maps[i] = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
-                         ring->ring_fd, what);
+    ring->maps[i] =
+        mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, ring->ring_fd, what);
     return MAP_FAILED == ring->maps[i] ? NULL : ring->maps[i];
 }
 
@@ -127,10 +127,10 @@ static mca_btl_ofi_wake_ring_t *mca_btl_ofi_wake_ring_new(void)
          : (params.features & IORING_FEAT_SINGLE_MMAP)
              ? sq
              : mca_btl_ofi_wake_map(ring, 1, cq_size, IORING_OFF_CQ_RING);
-    ring->sqes = NULL == cq ? NULL
-                            : mca_btl_ofi_wake_map(ring, 2,
-                                                   params.sq_entries * sizeof(struct io_uring_sqe),
-                                                   IORING_OFF_SQES);
+    ring->sqes =
+        NULL == cq ? NULL
+                   : mca_btl_ofi_wake_map(ring, 2, params.sq_entries * sizeof(struct io_uring_sqe),
+                                          IORING_OFF_SQES);
     if (NULL == ring->sqes) {
         saved = errno;
         mca_btl_ofi_wake_ring_free(ring);
@@ -177,8 +177,7 @@ void mca_btl_ofi_wake_settle(mca_btl_ofi_rail_t *rail)
 
     if (head == __atomic_load_n(ring->cq_tail, __ATOMIC_ACQUIRE)) {
         /* flagged only: the kernel posts it now */
-        (void)syscall(__NR_io_uring_enter, ring->ring_fd, 0, 0, IORING_ENTER_GETEVENTS, NULL,
-                      0);
+        (void)syscall(__NR_io_uring_enter, ring->ring_fd, 0, 0, IORING_ENTER_GETEVENTS, NULL, 0);
     }
     if (head == __atomic_load_n(ring->cq_tail, __ATOMIC_ACQUIRE)) {
         __atomic_store_n(&rail->wake_state, MCA_BTL_OFI_WAKE_ARMED, __ATOMIC_RELEASE);

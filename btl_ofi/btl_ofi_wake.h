@@ -4,7 +4,7 @@
  *
  * A network rail beside others (peers on this node over the node-local provider,
  * further NICs) reads its CQ at a pace while nothing of its own is in flight on it
- * (btl_ofi_ops.c): a read of an idle tcp;ofi_rxm CQ is a system call, and such reads
+ * (btl_ofi_pace.c): a read of an idle tcp;ofi_rxm CQ is a system call, and such reads
  * every 20 us, with the clock reads of the pace, cost the on-node operations they fall
  * among some 10-15% (NOTES.txt 2c). Where the provider applies peers' operations only
  * inside this process's calls (data_progress FI_PROGRESS_MANUAL: tcp, sockets over rxm),
@@ -109,8 +109,8 @@ static inline bool mca_btl_ofi_wake_fired(mca_btl_ofi_rail_t *rail)
         return false;
     }
     /* taken by one thread where several make progress */
-    return __atomic_compare_exchange_n(&rail->wake_state, &armed, MCA_BTL_OFI_WAKE_FIRED,
-                                       false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    return __atomic_compare_exchange_n(&rail->wake_state, &armed, MCA_BTL_OFI_WAKE_FIRED, false,
+                                       __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
 /** After the read that mca_btl_ofi_wake_fired called for: the poll's completion posted
