@@ -201,7 +201,7 @@ int mca_btl_ofi_cap_sets(uint64_t sets[4])
 }
 
 /* Ordering that makes a read a proof that earlier writes and atomics landed (none asked
- * with the debug btl_ofi_proof_trusts_order, the negative control of NOTES.txt 5). */
+ * with the debug btl_ofi_debug_proof_trusts_order, the negative control of NOTES.txt 5). */
 #define MCA_BTL_OFI_PROOF_ORDER                                                                    \
     (mca_btl_ofi_params.debug_proof_trusts_order ? 0 : (FI_ORDER_RMA_RAW | FI_ORDER_ATOMIC_RAW))
 

@@ -288,7 +288,7 @@ def judge_group(launch, group, expected_ids):
 
 
 def stale_handles_served(launch):
-    """With btl_<c>_inject_stale_handle (matrix variant "stale"), what is wrong
+    """With btl_<c>_debug_inject_stale_handle (matrix variant "stale"), what is wrong
     with how the launch's stale handles were served, or None: some accesses
     must have asked their peer, every one of them must have been posted with
     the peer's answer (handles_located == handles_stale), and the peers must

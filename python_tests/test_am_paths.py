@@ -170,7 +170,7 @@ def test_unknown_path_setting(param, tmp_path, mpi_env_file, component):
 @pytest.mark.parametrize("provider", ["shm", "tcp;ofi_rxm"])
 def test_refused_get_requests(provider, tmp_path, mpi_env_file):
     """A get request naming a key the target has no registration for is
-    refused by the target's progress: btl_<c>_inject_cq_error=2 corrupts the
+    refused by the target's progress: btl_<c>_debug_inject_cq_error=2 corrupts the
     key of every 2nd get. Each corrupted one must be refused and counted at its
     target (refused_count == injected_faults), its data must not arrive
     (osc/rdma 4.1 does not turn the failed callback into an MPI error, so the

@@ -12,7 +12,7 @@ btl-ofi answer MPI_ERR_ARG before it located stale handles at the peer
 
 Launches per provider, each running alloc x link x sync (12 checks):
   each      elements attached as they are appended (the race, natural);
-  stale     the same with btl_<c>_inject_stale_handle=3: every 3rd access
+  stale     the same with btl_<c>_debug_inject_stale_handle=3: every 3rd access
             takes its handle as stale, so the locate path runs on this program
             whatever the timing (the launch fails unless it did, and every
             question was answered and used);

@@ -225,7 +225,7 @@ def test_exit_with_mpit_open(tmp_path):
 #   - transmit-complete only (FI_OFI_STRICTMR_DELIVERY_COMPLETE=0) with reordering: nothing
 #     proves remote completion (no delivery-complete, no read-after-write order), so btl-ofi
 #     declines with its message and Open MPI carries on without it; with the debug
-#     btl_<c>_proof_trusts_order it takes read_proof anyway, and a proof read can overtake
+#     btl_<c>_debug_proof_trusts_order it takes read_proof anyway, and a proof read can overtake
 #     the put it should prove. That race shows in few rounds (1 of 20 here), so it is
 #     reported, not asserted.
 

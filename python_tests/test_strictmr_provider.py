@@ -93,7 +93,7 @@ def test_stale_key_tool_is_caught(tmp_path):
 
 def test_btl_corrupted_keys_are_caught(tmp_path):
     """btl-ofi's debug fault injection corrupts the key of every 2nd put/get
-    (btl_<c>_inject_cq_error): on the verbs-like mode set the strict provider
+    (btl_<c>_debug_inject_cq_error): on the verbs-like mode set the strict provider
     must reject those with error completions and count key_unknown, and
     btl-ofi must count the CQ errors."""
     plan = {"checks": [matrix._rma(op, "create_du8", "flush", "int64", 4)
