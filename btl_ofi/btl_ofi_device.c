@@ -240,13 +240,8 @@ int mca_btl_ofi_device_open(mca_btl_ofi_rail_t *rail, struct fi_info *info)
 {
     int rc;
 
+    /* the rail comes zeroed (mca_btl_ofi_rail_open): no fid open yet */
     rail->info = info;
-    rail->fabric = NULL;
-    rail->domain = NULL;
-    rail->av = NULL;
-    rail->cq = NULL;
-    rail->ep = NULL;
-    rail->cq_size = 0;
     rc = mca_btl_ofi_open_fids(rail);
     if (OPAL_SUCCESS == rc) {
         mca_btl_ofi_negotiated(rail);
