@@ -71,9 +71,9 @@ mca_btl_ofi_module_t *mca_btl_ofi_module_new(mca_btl_base_component_t *component
     if (NULL == module) {
         return NULL;
     }
+    /* its flags and limits are the network rail's (mca_btl_ofi_take_caps) */
     memcpy(module, &mca_btl_ofi_module_template, sizeof(*module));
     module->super.btl_component = component;
-    module->super.btl_flags &= MCA_BTL_OFI_FLAGS_SERVED;
     return module;
 }
 

@@ -80,7 +80,7 @@ static bool mca_btl_ofi_pace_armed_read(mca_btl_ofi_rail_t *rail, uint64_t now, 
 }
 
 /* After a paced read: the pause before the next one, or none (eager, or left to the wake-up). */
-static void mca_btl_ofi_pace_next(mca_btl_ofi_rail_t *rail, const mca_btl_ofi_rail_t *beside,
+static void mca_btl_ofi_pace_next(mca_btl_ofi_rail_t *rail, mca_btl_ofi_rail_t *beside,
                                   uint64_t after, bool moved)
 {
     uint64_t pause;
@@ -100,14 +100,14 @@ static void mca_btl_ofi_pace_next(mca_btl_ofi_rail_t *rail, const mca_btl_ofi_ra
         pause = MCA_BTL_OFI_IDLE_READ_MAX_NS;
     }
     if (NULL != beside && 0 != mca_btl_ofi_params.local_busy_poll_us &&
-        (after < beside->eager_until || mca_btl_ofi_rail_busy((mca_btl_ofi_rail_t *)beside))) {
+        (after < beside->eager_until || mca_btl_ofi_rail_busy(beside))) {
         mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_LONG_PAUSES, 1);
         pause = (uint64_t)mca_btl_ofi_params.local_busy_poll_us * 1000u;
     }
     rail->idle_read_next = after + pause;
 }
 
-int mca_btl_ofi_rail_progress_paced(mca_btl_ofi_rail_t *rail, const mca_btl_ofi_rail_t *beside,
+int mca_btl_ofi_rail_progress_paced(mca_btl_ofi_rail_t *rail, mca_btl_ofi_rail_t *beside,
                                     uint64_t now)
 {
     uint64_t before, after;

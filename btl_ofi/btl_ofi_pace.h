@@ -24,7 +24,7 @@ BEGIN_C_DECLS
  * @param now    (IN) the clock read just before (0: read it here)
  * @retval the completions read (0 when skipped)
  */
-int mca_btl_ofi_rail_progress_paced(mca_btl_ofi_rail_t *rail, const mca_btl_ofi_rail_t *beside,
+int mca_btl_ofi_rail_progress_paced(mca_btl_ofi_rail_t *rail, mca_btl_ofi_rail_t *beside,
                                     uint64_t now);
 
 /**

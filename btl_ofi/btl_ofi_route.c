@@ -129,16 +129,13 @@ static int mca_btl_ofi_route_rma(mca_btl_ofi_rail_rma_fn_t rma, mca_btl_ofi_modu
                                  size_t size, mca_btl_base_rdma_completion_fn_t cbfunc,
                                  void *cbcontext, void *cbdata)
 {
-    mca_btl_ofi_rail_t *rail = module->network;
+    /* no endpoint: the network rail refuses it, counted (mca_btl_ofi_remote_target) */
+    mca_btl_ofi_rail_t *rail = NULL == endpoint ? module->network : endpoint->rail;
 
-    if (OPAL_UNLIKELY(NULL == endpoint)) {
-        return OPAL_ERR_BAD_PARAM;
-    }
-    if (endpoint->rail != rail) {
-        rail = endpoint->rail;
+    if (rail != module->network) {
         remote_handle = NULL == remote_handle ? NULL : remote_handle + rail->config.index;
-    } else if (0 != endpoint->stripes && NULL != remote_handle && module->stripe_min <= size &&
-               0 != module->stripe_min) {
+    } else if (NULL != endpoint && 0 != endpoint->stripes && NULL != remote_handle &&
+               module->stripe_min <= size && 0 != module->stripe_min) {
         return mca_btl_ofi_stripe_rma(rma, module, endpoint, local_address, remote_address,
                                       local_handle, remote_handle, size, cbfunc, cbcontext, cbdata);
     }
@@ -178,8 +175,9 @@ static mca_btl_ofi_rail_t *
 mca_btl_ofi_route_atomic(mca_btl_ofi_module_t *module, struct mca_btl_base_endpoint_t **endpoint,
                          struct mca_btl_base_registration_handle_t **remote_handle)
 {
-    mca_btl_ofi_rail_t *rail = (*endpoint)->rail;
+    mca_btl_ofi_rail_t *rail = NULL == *endpoint ? module->network : (*endpoint)->rail;
 
+    /* no endpoint: the network rail refuses it, counted (mca_btl_ofi_remote_target) */
     if (OPAL_LIKELY(rail == module->network)) {
         return rail;
     }
@@ -200,9 +198,6 @@ int mca_btl_ofi_aop(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
     mca_btl_ofi_rail_t *rail;
 
     (void)order;
-    if (OPAL_UNLIKELY(NULL == endpoint)) {
-        return OPAL_ERR_BAD_PARAM;
-    }
     rail = mca_btl_ofi_route_atomic((mca_btl_ofi_module_t *)btl, &endpoint, &remote_handle);
     return mca_btl_ofi_rail_aop(rail, endpoint, remote_address, remote_handle, op, operand, flags,
                                 cbfunc, cbcontext, cbdata);
@@ -218,9 +213,6 @@ int mca_btl_ofi_afop(struct mca_btl_base_module_t *btl, struct mca_btl_base_endp
     mca_btl_ofi_rail_t *rail;
 
     (void)order;
-    if (OPAL_UNLIKELY(NULL == endpoint)) {
-        return OPAL_ERR_BAD_PARAM;
-    }
     rail = mca_btl_ofi_route_atomic((mca_btl_ofi_module_t *)btl, &endpoint, &remote_handle);
     return mca_btl_ofi_rail_afop(rail, endpoint, local_address, remote_address, local_handle,
                                  remote_handle, op, operand, flags, cbfunc, cbcontext, cbdata);
@@ -236,9 +228,6 @@ int mca_btl_ofi_acswap(struct mca_btl_base_module_t *btl, struct mca_btl_base_en
     mca_btl_ofi_rail_t *rail;
 
     (void)order;
-    if (OPAL_UNLIKELY(NULL == endpoint)) {
-        return OPAL_ERR_BAD_PARAM;
-    }
     rail = mca_btl_ofi_route_atomic((mca_btl_ofi_module_t *)btl, &endpoint, &remote_handle);
     return mca_btl_ofi_rail_acswap(rail, endpoint, local_address, remote_address, local_handle,
                                    remote_handle, compare, value, flags, cbfunc, cbcontext, cbdata);
