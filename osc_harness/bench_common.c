@@ -22,7 +22,9 @@ static void usage(const void *arg)
             "  -B BYTES     bytes per size before iterations are lowered (default 256M)\n"
             "  -W N         operations per synchronization (default %d)\n"
             "  -w FLAVOR    window flavor: create (default), dynamic or allocate\n"
-            "  -s SYNC      flush (lock_all + flush, default) or fence\n"
+            "  -s SYNC      flush (lock_all + flush, default), fence, or lock / lock_excl\n"
+            "               (MPI_Win_lock shared / exclusive + operations + MPI_Win_unlock\n"
+            "               each time, an epoch per synchronization)\n"
             "  -d DIR       uni (default) or bi\n"
             "  -j           JSON lines instead of a table\n"
             "  -r           exit 2 unless btl-ofi's counters moved for every row\n"
@@ -38,7 +40,10 @@ static void usage(const void *arg)
 /* Option values, in the order of their enums. */
 static const char *const flavor_names[] = {"create", "dynamic", "allocate"};
 static const char *const flavor_calls[] = {"Win_create", "dynamic", "Win_allocate"};
-static const char *const sync_names[] = {"flush", "fence"};
+static const char *const sync_names[] = {"flush", "fence", "lock", "lock_excl"};
+static const char *const sync_what[] = {"MPI_Win_flush (lock_all epoch)", "MPI_Win_fence",
+                                        "MPI_Win_lock(SHARED) epoch",
+                                        "MPI_Win_lock(EXCLUSIVE) epoch"};
 static const char *const dir_names[] = {"uni", "bi"};
 
 /* The message that lets the bystanders (-y) go. */
@@ -51,7 +56,7 @@ static int parse_opts(int argc, char **argv, void *arg)
     const harness_opt_t table[] = {
         BENCH_SWEEP_OPTS(&opt->sweep),
         HARNESS_NAMED('w', HARNESS_OPT_CHOICE, &opt->flavor, flavor_names, 3),
-        HARNESS_NAMED('s', HARNESS_OPT_CHOICE, &opt->sync, sync_names, 2),
+        HARNESS_NAMED('s', HARNESS_OPT_CHOICE, &opt->sync, sync_names, 4),
         HARNESS_NAMED('d', HARNESS_OPT_CHOICE, &opt->bidir, dir_names, 2),
         HARNESS_FLAG('r', &opt->require_ofi, 1),
         HARNESS_FLAG('y', &opt->bystanders, 1),
@@ -214,7 +219,10 @@ static void header(bench_ctx_t *ctx)
         return;
     }
     ofi_pvars_read(&now);
-    if (BENCH_LATENCY == ctx->prog->mode) {
+    if (BENCH_LATENCY == ctx->prog->mode && BENCH_SYNC_LOCK <= o->sync) {
+        snprintf(what, sizeof(what), "latency of one operation in an %s of its own",
+                 sync_what[o->sync]);
+    } else if (BENCH_LATENCY == ctx->prog->mode) {
         snprintf(what, sizeof(what), "%s", ctx->prog->metric);
     } else {
         snprintf(what, sizeof(what), "%s%s, %d operations per %s",
@@ -222,7 +230,7 @@ static void header(bench_ctx_t *ctx)
                  : o->bidir                        ? "bidirectional "
                                                    : "unidirectional ",
                  ctx->prog->metric, o->sweep.window,
-                 BENCH_SYNC_FLUSH == o->sync ? "MPI_Win_flush (lock_all epoch)" : "MPI_Win_fence");
+                 sync_what[o->sync]);
     }
     if (o->sweep.json) {
         printf("{\"bench\": \"%s\", \"meta\": true, \"what\": \"%s\", \"window\": \"%s\", "
@@ -353,6 +361,10 @@ static void measure(bench_ctx_t *ctx, bench_run_t *r)
     const int latency = BENCH_LATENCY == ctx->prog->mode;
     const int window = latency ? 1 : (size_t)ctx->opt.sweep.window;
     const int fence = !latency && BENCH_SYNC_FENCE == ctx->opt.sync;
+    /* -s lock / lock_excl: an epoch of its own for every synchronization (some one-sided
+     * libraries lock, access and unlock for each operation) */
+    const int epoch = BENCH_SYNC_LOCK == ctx->opt.sync || BENCH_SYNC_LOCK_EXCL == ctx->opt.sync;
+    const int lock_type = BENCH_SYNC_LOCK_EXCL == ctx->opt.sync ? MPI_LOCK_EXCLUSIVE : MPI_LOCK_SHARED;
     const int directed = BENCH_DIRECTED == ctx->prog->mode; /* bulk data, not checked */
     const int active = 0 == ctx->rank || (directed && ctx->opt.bidir);
     const double gap = latency ? 1e-6 * ctx->opt.gap_us : 0;
@@ -367,7 +379,7 @@ static void measure(bench_ctx_t *ctx, bench_run_t *r)
     MPI_Barrier(ctx->comm);
     if (fence) {
         MPI_Win_fence(MPI_MODE_NOPRECEDE, ctx->win);
-    } else if (active) {
+    } else if (active && !epoch) {
         MPI_Win_lock_all(0, ctx->win);
     }
     for (int i = 0; i < r->warmup + r->iters; ++i) {
@@ -384,6 +396,9 @@ static void measure(bench_ctx_t *ctx, bench_run_t *r)
         }
         if (active) {
             const double p0 = latency ? 0 : MPI_Wtime();
+            if (epoch) {
+                MPI_Win_lock(lock_type, ctx->peer, 0, ctx->win);
+            }
             for (int j = 0; j < window; ++j) {
                 post(ctx, r, j);
             }
@@ -391,6 +406,8 @@ static void measure(bench_ctx_t *ctx, bench_run_t *r)
         }
         if (fence) {
             MPI_Win_fence(0, ctx->win);
+        } else if (active && epoch) {
+            MPI_Win_unlock(ctx->peer, ctx->win);
         } else if (active) {
             MPI_Win_flush(ctx->peer, ctx->win);
         }
@@ -398,7 +415,7 @@ static void measure(bench_ctx_t *ctx, bench_run_t *r)
     r->elapsed = active ? MPI_Wtime() - t0 : 0;
     if (fence) {
         MPI_Win_fence(MPI_MODE_NOSUCCEED, ctx->win);
-    } else if (active) {
+    } else if (active && !epoch) {
         MPI_Win_unlock_all(ctx->win);
     }
     MPI_Barrier(ctx->comm);

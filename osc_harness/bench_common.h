@@ -19,7 +19,9 @@
 #include "ofi_pvars.h"
 
 typedef enum { BENCH_WIN_CREATE, BENCH_WIN_DYNAMIC, BENCH_WIN_ALLOCATE } bench_flavor_t;
-typedef enum { BENCH_SYNC_FLUSH, BENCH_SYNC_FENCE } bench_sync_t;
+/* flush: one lock_all epoch, MPI_Win_flush per synchronization; fence; lock / lock_excl:
+ * MPI_Win_lock (shared / exclusive) on the peer, the operations, MPI_Win_unlock, each time */
+typedef enum { BENCH_SYNC_FLUSH, BENCH_SYNC_FENCE, BENCH_SYNC_LOCK, BENCH_SYNC_LOCK_EXCL } bench_sync_t;
 
 /* Counter masks: the btl-ofi counters an operation must move. */
 #define BENCH_CNT(id) (1u << (id))

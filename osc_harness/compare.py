@@ -43,6 +43,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 import compare_net
+import paired
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -220,6 +221,9 @@ def bench_args(bench, mode, kind):
         return ("ofi_rma_ref", table[bench] + common) if bench in table else None
     table = {
         "latency": ("osc_latency", ["-i", mode["lat_iters"]] + lat),
+        # an epoch per operation: MPI_Win_lock (shared / exclusive), the operation, unlock
+        "latency_lock": ("osc_latency", ["-s", "lock", "-i", mode["lat_iters"]] + lat),
+        "latency_lock_excl": ("osc_latency", ["-s", "lock_excl", "-i", mode["lat_iters"]] + lat),
         "bw": ("osc_bw", ["-i", mode["bw_iters"]] + bw),
         "bw_fence": ("osc_bw", ["-s", "fence", "-i", mode["bw_iters"]] + bw),
         "bibw": ("osc_bw", ["-d", "bi", "-i", mode["bw_iters"]] + bw),
@@ -321,7 +325,7 @@ def metric_key(bench, row):
     """(metric, op, size) for one record, or None for rows that are not compared."""
     b = row.get("bench")
     if b == "osc_latency":
-        return ("lat_us", row["op"], row["size"]), row["lat_us"]
+        return ("lat_us" + bench[len("latency"):], row["op"], row["size"]), row["lat_us"]
     if b == "osc_bw":
         return (bench + "_MBps", row["op"], row["size"]), row["bw_MBps"]
     if b == "osc_msgrate":
@@ -415,6 +419,39 @@ def aggregate(runs):
         for key, who in metrics.items():
             stats.setdefault(cfg, {}).setdefault(key, {"n": 0, "carried_by": sorted(who)})
     return stats, statuses
+
+
+def by_round(runs):
+    """{configuration: {row: {repetition: value}}} of the valid rows (paired.py's form)."""
+    out = {}
+    for run in runs:
+        for row in run["rows"]:
+            if row["valid"]:
+                key = (row["metric"], row["op"], row["size"])
+                out.setdefault(run["config"], {}).setdefault(key, {})[run["rep"]] = row["value"]
+    return out
+
+
+def paired_lines(rounds, ours, cols):
+    """Latency rows: ours / each other column, the median of the repetitions' own ratios
+    with its bootstrap interval and the repetitions in one of the machine's modes."""
+    others = [c for c in cols if c != ours]
+    cells = {c: paired.pair_intervals(rounds, ours, c) for c in others}
+    keys = sorted({k for c in others for k in cells[c] if k[0].startswith("lat_us")})
+    if not keys:
+        return []
+    lines = [f"Paired, latency: {ours} / each, the median of the repetitions' own ratios "
+             f"({paired.BOOT_LEVEL:.0%} bootstrap interval; repetitions in one mode):\n",
+             "| metric | op | size | " + " | ".join(f"{ours} / {c}" for c in others) + " |",
+             "|---|---|---:|" + "---:|" * len(others)]
+    for key in keys:
+        row = []
+        for c in others:
+            got = cells[c].get(key)
+            row.append("-" if got is None else
+                       f"{got[0][0]:.3f} ({got[0][1]:.3f}-{got[0][2]:.3f}; {got[1]})")
+        lines.append(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(row) + " |")
+    return lines + [""]
 
 
 def ratio(stats, cfg, ref, key):
@@ -515,7 +552,10 @@ def fmt(v, metric):
 
 
 def metric_title(metric):
-    return {"lat_us": "latency (us, op + flush)", "bw_MBps": "put/get bandwidth (MB/s, uni, flush)",
+    return {"lat_us": "latency (us, op + flush)",
+            "lat_us_lock": "latency (us, MPI_Win_lock(SHARED) + op + MPI_Win_unlock)",
+            "lat_us_lock_excl": "latency (us, MPI_Win_lock(EXCLUSIVE) + op + MPI_Win_unlock)",
+            "bw_MBps": "put/get bandwidth (MB/s, uni, flush)",
             "bw_fence_MBps": "bandwidth with fence (MB/s)", "bibw_MBps": "bidirectional bandwidth (MB/s)",
             "msgrate_per_s": "message rate (msgs/s)",
             "atomic_ops_per_s": "8-byte atomic rate (ops/s)"}.get(metric, metric)
@@ -560,6 +600,7 @@ def markdown(report, configs):
                                  (f" {r:.2f}x" if r is not None and c != ours else ""))
                 lines.append(f"| {key[1]} | {key[2]} | " + " | ".join(cells) + " |")
             lines.append("")
+        lines += paired_lines(report["by_round"], ours, cols)
         lines.append("Who carried the traffic, and how each run ended:\n")
         for c in cols:
             who = sorted({w for s in stats.get(c, {}).values() for w in s["carried_by"]})
@@ -664,8 +705,11 @@ def parse_args():
                    "(default quick: shm,sockets,tcp;ofi_rxm; full adds udp;ofi_rxd)")
     p.add_argument("--only", help="comma-separated configuration names to run "
                    "(ours,stock,raw,vader,sm,tcp,ucx,pt2pt)")
-    p.add_argument("--benches", help="comma-separated benchmarks (latency,bw,bw_fence,bibw,"
+    p.add_argument("--benches", help="comma-separated benchmarks (latency,latency_lock,"
+                   "latency_lock_excl,bw,bw_fence,bibw,"
                    "msgrate,atomic_rate)")
+    p.add_argument("--lat-sizes", metavar="BYTES,...",
+                   help="the latency benchmark's sizes (default: the mode's; e.g. 8)")
     p.add_argument("--bin-dir", default=os.environ.get("OSC_HARNESS_BIN", REPO),
                    help="where osc_latency, osc_bw, ... and ofi_rma_ref are (default: repo root)")
     p.add_argument("--env-file", help="btl-ofi env file (default $BTL_OFI_ENV_FILE, then the "
@@ -716,10 +760,13 @@ def select_configs(args, providers, paths, ucx, hosts):
 
 
 def run_all(args, configs, mode, paths, base_env, hosts, outdir):
-    """Every configuration and benchmark in turn, args.reps times (interleaved)."""
+    """Every configuration and benchmark in turn, args.reps times (interleaved; each
+    repetition starts one configuration further on, so that none always runs first, just
+    after another program's exit, or always after the same neighbour)."""
     runs, start, hung = [], time.monotonic(), set()
     for rep in range(args.reps):
-        for cfg in configs:
+        turn = rep % len(configs) if configs else 0
+        for cfg in configs[turn:] + configs[:turn]:
             for bench in mode["benches"]:
                 if (cfg.label, bench) in hung:
                     runs.append({"config": cfg.label, "bench": bench, "rep": rep, "rows": [],
@@ -745,6 +792,8 @@ def main():
         args.timeout = 120 if args.net else 30 if args.quick else 300
     if args.benches:
         mode["benches"] = args.benches.split(",")
+    if args.lat_sizes:
+        mode["lat_sizes"] = args.lat_sizes
     env_file = find_env_file(args.env_file)
     paths = read_env_file(env_file)
     providers = args.providers.split(",") if args.providers else \
@@ -796,7 +845,7 @@ def main():
         "env_file": env_file, "component_paths": paths,
         "configs": [c.__dict__ for c in configs],
         "seconds": round(time.monotonic() - start, 1),
-        "statuses": statuses, "stats_by_key": stats,
+        "statuses": statuses, "stats_by_key": stats, "by_round": by_round(runs),
     }
     report["targets"] = evaluate_targets(stats, providers, paths["major"])
     if args.net:
@@ -814,7 +863,7 @@ def main():
     serial = dict(report)
     serial["stats"] = [{"config": c, "metric": k[0], "op": k[1], "size": k[2], **s}
                        for c, m in stats.items() for k, s in sorted(m.items())]
-    del serial["stats_by_key"]
+    del serial["stats_by_key"], serial["by_round"]
     serial["runs"] = runs
     with open(os.path.join(outdir, "results.json"), "w") as f:
         json.dump(serial, f, indent=1, default=list)

@@ -126,3 +126,21 @@ def test_interval_table_rows_of_the_targets_only():
     mode = {"targets": [("a", "b", "lat_us", (8,), 1.1, None)]}
     lines = dc.interval_table(mode, by_round).splitlines()
     assert len(lines) == 3 and lines[2].startswith("| lat_us | cas | 8 | "), lines
+
+
+def test_compare_paired_table_from_runs():
+    """compare.py's paired latency table: the repetitions' own ratios, one mode only.
+
+    Repetition by repetition ours is 1.05x stock; two repetitions ran stock in the slow mode
+    (3x): left out, so the median stays 1.050 however the medians of all runs fall."""
+    import compare
+
+    runs = []
+    for rep in range(10):
+        slow = 3.0 if rep in (2, 7) else 1.0
+        for cfg, value in (("ours[shm]", 1.05), ("stock[shm]", 1.0 * slow)):
+            runs.append({"config": cfg, "rep": rep, "rows": [
+                {"metric": "lat_us", "op": "put", "size": 8, "value": value, "valid": True}]})
+    lines = compare.paired_lines(compare.by_round(runs), "ours[shm]", ["ours[shm]", "stock[shm]"])
+    row = next(line for line in lines if line.startswith("| lat_us | put | 8 |"))
+    assert row.startswith("| lat_us | put | 8 | 1.050 (1.050-1.050; 8) |"), row

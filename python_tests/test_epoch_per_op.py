@@ -1,0 +1,48 @@
+"""An epoch per operation through btl-ofi (osc_harness/osc_latency -s lock / lock_excl):
+MPI_Win_lock (shared or exclusive) on the peer, one put, get, fetch-and-op or
+compare-and-swap on a MPI_Win_create window, MPI_Win_unlock, again and again, as some
+one-sided libraries do (PERFORMANCE.md, "An epoch per operation"). Every row must be
+exact and carried by btl-ofi (-r: exit 2 when its counters did not move), and the
+program must say which epoch it timed.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+import launcher
+import matrix
+
+pytestmark = pytest.mark.reliability
+
+
+def pytest_generate_tests(metafunc):
+    if "provider" in metafunc.fixturenames:
+        metafunc.parametrize("provider", matrix.providers_of(metafunc.config)[0])
+
+
+@pytest.mark.parametrize("sync", ["lock", "lock_excl"])
+def test_epoch_per_operation(provider, sync, launches, tmp_path):
+    state, reason = launches.provider_status(provider)
+    if state == "declined":
+        pytest.skip(f"btl-ofi does not serve {provider}: {reason}")
+    env = launcher.mpi_env()
+    program = Path(env.get("BTL_OFI_LIBEXECDIR", ""), "osc_latency")
+    if not program.exists():
+        pytest.fail(f"{program} is not installed: run 'make install'", pytrace=False)
+    argv = launcher.mpirun_argv(2, provider, program=program, native=True,
+                                program_args=["-s", sync, "-o", "put,get,fop,cas", "-S", "8",
+                                              "-i", "200", "-j", "-r"])
+    run = launcher.run_argv(argv, 120 * launches.scale, env, tmp_path)
+    records = [json.loads(ln) for ln in run.stdout.splitlines() if ln.startswith("{")]
+    assert not run.timed_out and run.returncode == 0, \
+        f"{provider} -s {sync}: exit {run.returncode}" \
+        f"{' (timeout)' if run.timed_out else ''}\n{' '.join(argv)}\n" \
+        f"{run.stdout[-800:]}\n{run.stderr[-800:]}"
+    meta = next(r for r in records if r.get("meta"))
+    rows = [r for r in records if not r.get("meta")]
+    assert meta["sync"] == sync and "epoch" in meta["what"], meta
+    assert sorted(r["op"] for r in rows) == ["cas", "fop", "get", "put"], rows
+    for row in rows:
+        assert row["valid"] == "yes" and row["carried_by"] == "btl_ofi", f"{provider} -s {sync}: {row}"
