@@ -179,6 +179,22 @@ def launches(request, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def harness_program(launches):
+    """(provider, name) -> the installed osc_harness program name for a run on provider: the
+    test is skipped where btl-ofi declines the provider, and fails if the program is not
+    installed."""
+    def find(provider, name):
+        state, reason = launches.provider_status(provider)
+        if state == "declined":
+            pytest.skip(f"btl-ofi does not serve {provider}: {reason}")
+        program = Path(launcher.mpi_env().get("BTL_OFI_LIBEXECDIR", ""), name)
+        if not program.exists():
+            pytest.fail(f"{program} is not installed: run 'make install'", pytrace=False)
+        return program
+    return find
+
+
+@pytest.fixture(scope="session")
 def tested_providers(request):
     return matrix.providers_of(request.config)[0]
 

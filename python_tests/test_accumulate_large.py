@@ -10,7 +10,6 @@ get and a put per osc_rdma_buffer_size / 8 bytes.
 """
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -26,14 +25,9 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("provider", matrix.providers_of(metafunc.config)[0])
 
 
-def _osc_acc(provider, launches, tmp_path, nranks, args, mca=None):
-    state, reason = launches.provider_status(provider)
-    if state == "declined":
-        pytest.skip(f"btl-ofi does not serve {provider}: {reason}")
+def _osc_acc(provider, launches, harness_program, tmp_path, nranks, args, mca=None):
     env = launcher.mpi_env()
-    program = Path(env.get("BTL_OFI_LIBEXECDIR", ""), "osc_acc")
-    if not program.exists():
-        pytest.fail(f"{program} is not installed: run 'make install'", pytrace=False)
+    program = harness_program(provider, "osc_acc")
     argv = launcher.mpirun_argv(nranks, provider, mca=mca, program=program,
                                 program_args=["-j", "-r"] + args, native=True)
     run = launcher.run_argv(argv, 120 * launches.scale, env, tmp_path)
@@ -46,8 +40,8 @@ def _osc_acc(provider, launches, tmp_path, nranks, args, mca=None):
     return {(r["mode"], r["kind"]): r for r in rows}
 
 
-def test_large_accumulates(provider, launches, tmp_path):
-    rows = _osc_acc(provider, launches, tmp_path, 2,
+def test_large_accumulates(provider, launches, harness_program, tmp_path):
+    rows = _osc_acc(provider, launches, harness_program, tmp_path, 2,
                     ["-m", "large", "-n", str(COUNT), "-i", "8"])
     contig, strided = rows[("large", "contig")], rows[("large", "strided")]
     # 64 KiB in 4 KiB pieces (osc_rdma_buffer_size 32 KiB / 8): a get and a put each
@@ -61,17 +55,17 @@ def test_large_accumulates(provider, launches, tmp_path):
         assert strided["gets"] >= COUNT and strided["puts"] >= COUNT, strided
 
 
-def test_large_accumulate_buffer_size(provider, launches, tmp_path):
+def test_large_accumulate_buffer_size(provider, launches, harness_program, tmp_path):
     """osc_rdma_buffer_size >= 8 x the accumulate: one get and one put per call."""
-    rows = _osc_acc(provider, launches, tmp_path, 2,
+    rows = _osc_acc(provider, launches, harness_program, tmp_path, 2,
                     ["-m", "large", "-k", "contig", "-n", str(COUNT), "-i", "8"],
                     mca={"osc_rdma_buffer_size": str(COUNT * 8 * 8)})
     contig = rows[("large", "contig")]
     assert contig["gets"] == 1 and contig["puts"] == 1, contig
 
 
-def test_contended_accumulates(provider, launches, tmp_path):
-    rows = _osc_acc(provider, launches, tmp_path, 3,
+def test_contended_accumulates(provider, launches, harness_program, tmp_path):
+    rows = _osc_acc(provider, launches, harness_program, tmp_path, 3,
                     ["-m", "contention", "-c", "64", "-i", "200"])
     row = rows[("contention", "contig")]
     assert row["gets"] > 0 and row["puts"] > 0, row

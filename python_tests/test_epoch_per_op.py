@@ -7,7 +7,6 @@ program must say which epoch it timed.
 """
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -23,14 +22,9 @@ def pytest_generate_tests(metafunc):
 
 
 @pytest.mark.parametrize("sync", ["lock", "lock_excl"])
-def test_epoch_per_operation(provider, sync, launches, tmp_path):
-    state, reason = launches.provider_status(provider)
-    if state == "declined":
-        pytest.skip(f"btl-ofi does not serve {provider}: {reason}")
+def test_epoch_per_operation(provider, sync, launches, harness_program, tmp_path):
     env = launcher.mpi_env()
-    program = Path(env.get("BTL_OFI_LIBEXECDIR", ""), "osc_latency")
-    if not program.exists():
-        pytest.fail(f"{program} is not installed: run 'make install'", pytrace=False)
+    program = harness_program(provider, "osc_latency")
     argv = launcher.mpirun_argv(2, provider, program=program, native=True,
                                 program_args=["-s", sync, "-o", "put,get,fop,cas", "-S", "8",
                                               "-i", "200", "-j", "-r"])
