@@ -78,9 +78,10 @@
 #     one-sided component; failing there too points at the test or Open MPI's MPI layer
 #   - on this host alone with --mca osc rdma --mca btl self,vader (sm on Open MPI 5),
 #     --oversubscribe (with acc_single_intrinsic if only that setting failed): the
-#     same osc/rdma without btl-ofi (MPI_Win_allocate windows then live in osc/rdma's
-#     own shared memory, the others go through vader); failing there too points at
-#     osc/rdma, not at btl-ofi
+#     same osc/rdma without btl-ofi; failing there too points at osc/rdma, not at
+#     btl-ofi. There osc/rdma serves MPI_Win_allocate windows from its own shared
+#     memory, without any BTL: for a test with only such windows a pass proves little,
+#     and its cell says so
 # Output: a table (test, ranks, result per setting, the two reruns), then
 # "N passed, N failed (N skipped)". Logs of every run in the log directory.
 # Exit: 0 none failed, 1 a test failed, 2 usage or setup error, 77 not root or no
@@ -194,6 +195,9 @@ OPS = ("MPI_Accumulate", "MPI_Get_accumulate", "MPI_Fetch_and_op", "MPI_Compare_
 CALL_RE = re.compile(r"\b(" + "|".join(OPS) + r")\s*\(")
 SHARED_RE = re.compile(r"\bMPI_Win_allocate_shared\s*\(")
 DYNAMIC_RE = re.compile(r"\bMPI_Win_create_dynamic\s*\(")
+FLAVOR_RES = {"create": re.compile(r"\bMPI_Win_create\s*\("),
+              "allocate": re.compile(r"\bMPI_Win_allocate\s*\("),
+              "shared": SHARED_RE, "dynamic": DYNAMIC_RE}
 LINEMARK_RE = re.compile(r'^# (\d+) "([^"]*)"')
 DTP_TYPES = ("MPI_INT", "MPI_INT:4+MPI_DOUBLE:8")  # test/mpi/configure.ac's default
 # Programs whose accumulate-type calls all go to an MPI_Win_allocate_shared window of one
@@ -271,6 +275,7 @@ class Program:
     calls: tuple = ()            # accumulate-type operations its source calls
     shared: bool = False         # it makes an MPI_Win_allocate_shared window
     dynamic: bool = False        # it makes an MPI_Win_create_dynamic window
+    flavors: tuple = ()          # the window flavors its own source makes
     skip: str = ""               # why it is not run (set while selecting or building)
     binary: Path = None
 
@@ -482,6 +487,7 @@ class Build:
         shared = bool(SHARED_RE.search(text))
         prog.calls, prog.shared = tuple(sorted(calls)), shared
         prog.dynamic = bool(DYNAMIC_RE.search(text))
+        prog.flavors = tuple(f for f, rx in FLAVOR_RES.items() if rx.search(text))
         return prog
 
     def compile(self, prog):
@@ -525,6 +531,14 @@ BOILERPLATE_RE = re.compile(
     r"sent help message|^mpirun noticed that|^ *Local host:|^ *Process ID:|^ *PID:")
 COMPARE = {"pt2pt": "osc/pt2pt, btl/tcp",
            "onenode": f"osc/rdma, btl/{launcher.node_btl()}, one host"}
+
+
+def onenode_caveat(prog):
+    """On one node osc/rdma serves MPI_Win_allocate windows from its own shared memory: a
+    program with no other kind of window never reaches osc/rdma's BTL path there."""
+    if "allocate" in prog.flavors and not {"create", "dynamic"} & set(prog.flavors):
+        return " [MPI_Win_allocate only: osc/rdma's shared memory, not its BTL path]"
+    return ""
 
 
 class Runner:
@@ -788,7 +802,8 @@ def main():
                               f", btl-ofi {r.ofi_ranks}/{case.ranks} on {r.ofi_nodes}"))
             for c in ([] if args.no_compare else COMPARE):
                 r = results.get((id(case), c))
-                cells.append("" if r is None else r.status + (f" ({r.note})" if r.note else ""))
+                cells.append("" if r is None else r.status + (f" ({r.note})" if r.note else "") +
+                             (onenode_caveat(byname[case.program]) if c == "onenode" else ""))
         print(f"| {case.label} | {ranks} | " + " | ".join(cells) + " |")
     fails = [(c, s, results[(id(c), s)]) for c in cases for s in settings
              if (id(c), s) in results and results[(id(c), s)].status == "FAIL"]
@@ -804,6 +819,7 @@ def main():
             p = results.get((id(case), c))
             if p is not None:
                 print(f"  again, {what}: {p.status}{' (' + p.note + ')' if p.note else ''}"
+                      f"{onenode_caveat(byname[case.program]) if c == 'onenode' else ''}"
                       f"; log {p.log}")
     print(f"\n{npass} passed, {nfail} failed ({nskip} skipped); logs in {logdir}")
     return 1 if nfail else 0
