@@ -720,11 +720,17 @@ def parse_args():
     p.add_argument("--out", help="output directory (default results/<timestamp>)")
     p.add_argument("--ours-variant", action="append", default=[], metavar="NAME:PARAM=VALUE,...",
                    help="also run btl-ofi with these of its parameters (names after "
-                        "btl_<component>_), as configuration ours-NAME beside ours, e.g. "
-                        "nocoalesce:put_coalesce=0")
+                        "btl_<component>_; a name starting with osc_, pml_, btl_, mpi_ "
+                        "or opal_ is a whole MCA name), as configuration ours-NAME beside "
+                        "ours, e.g. nocoalesce:put_coalesce=0 or "
+                        "intrinsic:osc_rdma_acc_single_intrinsic=true")
     p.add_argument("--timeout", type=int, help="seconds per run (default 30 quick, 300 full); "
                    "a run that times out is not repeated in later repetitions")
     return p.parse_args()
+
+
+# --ours-variant names that are whole MCA names, not the component's own
+FULL_MCA_PREFIXES = ("osc_", "pml_", "btl_", "mpi_", "opal_")
 
 
 def select_configs(args, providers, paths, ucx, hosts):
@@ -748,7 +754,8 @@ def select_configs(args, providers, paths, ucx, hosts):
         if not name or not pairs or any(not k or not eq for k, eq, _ in pairs):
             sys.exit(f"compare.py: --ours-variant {variant!r}: want NAME:PARAM=VALUE[,...]")
         mca = [x for k, _, v in pairs
-               for x in ("--mca", f"btl_{paths['BTL_OFI_COMPONENT']}_{k}", v)]
+               for x in ("--mca", k if k.startswith(FULL_MCA_PREFIXES)
+                         else f"btl_{paths['BTL_OFI_COMPONENT']}_{k}", v)]
         configs += [replace(c, name=f"ours-{name}", mca=c.mca + mca)
                     for c in configs if c.name == "ours"]
     if hosts:

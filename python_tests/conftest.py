@@ -27,6 +27,9 @@ def pytest_addoption(parser):
                     help="the whole matrix: every parametrized case, launch group and check, "
                          "and the multihost suite (not the opt-in endurance runs). Default: "
                          "the slice that crosses every axis value at least once (matrix.py)")
+    group.addoption("--mca", action="append", default=[], metavar="NAME=VALUE",
+                    help="an MCA parameter for every mpirun (repeatable; added to "
+                         "BTL_OFI_TEST_MCA); a test's own value for it wins")
     group.addoption("--timeout-scale", type=float, default=1.0,
                     help="multiply every mpirun timeout (slow machines)")
     group.addoption("--endurance-jobs", type=int, default=50,
@@ -230,6 +233,9 @@ def pytest_report_header(config):
     providers, declined, others = matrix.providers_of(config)
     lines = [f"btl-ofi env file: {launcher.env_file_path()}",
              f"providers under test: {', '.join(providers) or '(none)'}"]
+    if launcher.extra_mca():
+        lines.append("every mpirun also gets: " + " ".join(
+            f"--mca {k} {v}" for k, v in launcher.extra_mca().items()))
     if declined:
         lines.append(f"declined by btl-ofi by design (one test of the message each, no matrix "
                      f"rows): {', '.join(declined)}")
@@ -343,6 +349,13 @@ def _full(config):
 def pytest_configure(config):
     """--full (or -m full) runs the whole matrix, the multihost suite included: the
     default `-m` of pytest.ini then keeps out only the opt-in endurance runs."""
+    if config.getoption("--mca"):
+        os.environ["BTL_OFI_TEST_MCA"] = " ".join(
+            [os.environ.get("BTL_OFI_TEST_MCA", "")] + config.getoption("--mca")).strip()
+    try:
+        launcher.extra_mca()
+    except RuntimeError as err:
+        raise pytest.UsageError(str(err)) from None
     config._btlofi_full = config.getoption("--full") or \
         (config.option.markexpr or "").strip() == "full"
     if _full(config):

@@ -283,6 +283,19 @@ def remote_launch_args(agent, subnet):
             "--mca", "oob_tcp_if_include", subnet]
 
 
+def extra_mca():
+    """MCA parameters for every mpirun of the suite (pytest --mca, or BTL_OFI_TEST_MCA:
+    whitespace-separated NAME=VALUE), e.g. osc_rdma_acc_single_intrinsic=true to run the
+    checks under a setting; a test's own value for the same name wins."""
+    pairs = {}
+    for item in os.environ.get("BTL_OFI_TEST_MCA", "").split():
+        name, sep, value = item.partition("=")
+        if not sep or not name or not re.fullmatch(r"[A-Za-z0-9_]+", name):
+            raise RuntimeError(f"BTL_OFI_TEST_MCA: '{item}' is not NAME=VALUE")
+        pairs[name] = value
+    return pairs
+
+
 def mpirun_argv(nranks, provider=None, mca=None, osc="rdma", btl=None,
                 program=None, program_args=(), verbose=True, native=False, hosts=None,
                 ours=None, forward=()):
@@ -304,6 +317,10 @@ def mpirun_argv(nranks, provider=None, mca=None, osc="rdma", btl=None,
         argv += ["--mca", param(name), str(value)]
     for name, value in (mca or {}).items():
         argv += ["--mca", name, str(value)]
+    given = {argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--mca"}
+    for name, value in extra_mca().items():
+        if name not in given:
+            argv += ["--mca", name, value]
     if verbose:
         # prints "btl:<component>: selected provider ..., mr_mode ..." on every rank
         argv += ["--mca", "btl_base_verbose", "10"]
@@ -367,6 +384,7 @@ class Run:
     stdout: str
     stderr: str
     lock_wait: float
+    flooded: bool = False    # killed for writing more than max_output bytes
 
 
 def mpi_env(env_overrides=None):
@@ -377,10 +395,14 @@ def mpi_env(env_overrides=None):
     return env
 
 
-def run_argv(argv, timeout, env, workdir, take_lock=True):
+def run_argv(argv, timeout, env, workdir, take_lock=True, max_output=None):
     """Run argv in its own session, bounded by timeout (the whole process group
     is killed then), holding the machine-wide MPI lock unless the command takes
-    it itself for each of its own mpiruns (take_lock=False)."""
+    it itself for each of its own mpiruns (take_lock=False). max_output: bytes of
+    stdout + stderr after which the run is killed as flooded (a program printing
+    an error per element) and only the start and end of each stream are kept."""
+    if max_output:
+        return _run_capped(argv, timeout, env, workdir, take_lock, max_output)
     with open(MPI_LOCK, "a+") as lock:
         asked = time.monotonic()
         if take_lock:
@@ -400,6 +422,49 @@ def run_argv(argv, timeout, env, workdir, take_lock=True):
         seconds = time.monotonic() - start
     return Run(returncode=None if timed_out else proc.returncode, timed_out=timed_out,
                seconds=seconds, stdout=out, stderr=err, lock_wait=start - asked)
+
+
+def _run_capped(argv, timeout, env, workdir, take_lock, max_output):
+    """run_argv with the streams in files, watched for size."""
+    with open(MPI_LOCK, "a+") as lock, tempfile.TemporaryFile(dir=workdir) as fo, \
+            tempfile.TemporaryFile(dir=workdir) as fe:
+        asked = time.monotonic()
+        if take_lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        start = time.monotonic()
+        proc = subprocess.Popen(argv, env=env, cwd=workdir, stdout=fo, stderr=fe,
+                                start_new_session=True)
+        timed_out = flooded = False
+        pause = 0.01
+        while proc.poll() is None:
+            if time.monotonic() - start > timeout:
+                timed_out = True
+                dump_rank_stacks(proc.pid)
+            elif os.fstat(fo.fileno()).st_size + os.fstat(fe.fileno()).st_size > max_output:
+                flooded = True
+            else:
+                time.sleep(pause)
+                pause = min(pause * 2, 0.5)
+                continue
+            _kill_group(proc)
+            proc.wait()
+        seconds = time.monotonic() - start
+        out, err = _head_tail(fo, max_output // 2), _head_tail(fe, max_output // 2)
+    return Run(returncode=None if timed_out or flooded else proc.returncode,
+               timed_out=timed_out, seconds=seconds, stdout=out, stderr=err,
+               lock_wait=start - asked, flooded=flooded)
+
+
+def _head_tail(fh, keep):
+    """A stream's text: all of it, or its first and last keep/2 bytes around a marker."""
+    size = os.fstat(fh.fileno()).st_size
+    fh.seek(0)
+    if size <= keep:
+        return fh.read().decode(errors="replace")
+    head = fh.read(keep // 2)
+    fh.seek(size - keep // 2)
+    return (head.decode(errors="replace") + f"\n[... {size - keep} bytes left out ...]\n" +
+            fh.read().decode(errors="replace"))
 
 
 def _descendants(pid):

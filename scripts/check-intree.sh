@@ -45,7 +45,12 @@
 #               3. osc_rdma_acc_lock, 4 ranks on two host namespaces (3 + 1,
 #                  scripts/check-multihost.sh --setup-only), tcp;ofi_rxm, with and
 #                  without --mca osc_rdma_acc_single_intrinsic true: exit 0, PASSED
-#               4. tools/acc_lock_cost.py (2 host namespaces), btl-ofi's counters:
+#               4. with --mca osc_rdma_acc_single_intrinsic true, 4 ranks 3 + 1:
+#                  osc_stress (create and allocate windows) exact; osc_soak -m fadd,
+#                  40000 fetch-and-adds on one word from both hosts, exact; then
+#                  scripts/check-multihost.sh --hosts 3 --mca ... 'tcp;ofi_rxm' (its
+#                  programs and the Python conformance suite across three hosts): exit 0
+#               5. tools/acc_lock_cost.py (2 host namespaces), btl-ofi's counters:
 #                  under lock_all, 3 BTL atomics per single-element fetch-and-op,
 #                  accumulate and get-accumulate by default (as unpatched), 1 with
 #                  --mca osc_rdma_acc_single_intrinsic true
@@ -558,6 +563,60 @@ hosts_mpirun() { # VARIANT TIMEOUT NP HOSTFILE ARGS...
         "${fwd[@]}" -x LD_LIBRARY_PATH -x FI_TCP_IFACE -x FI_SOCKETS_IFACE "$@"
 }
 
+# Mixed atomics on one word from both hosts with the patched osc/rdma and
+# acc_single_intrinsic: osc_stress (its commute, chain and claim groups: several origins
+# on one cell) and osc_soak's fetch-and-add counter (every rank on one word at rank 0,
+# whose node also holds two more ranks), 4 ranks 3 + 1.
+osc_mixed_atomics() { # VARIANT HOSTFILE PLACEMENT
+    local v=$1 hf=$2 where=$3 bin=$WORK/project-$1 log rc seed=$((RANDOM * 32768 + RANDOM))
+    log=$WORK/$v-osc_stress-intrinsic.log
+    step "[$v] osc_stress -s $seed -e 4 -f create,allocate, 4 ranks ($where), --mca osc_rdma_acc_single_intrinsic true"
+    hosts_mpirun "$v" 900 4 "$hf" --mca osc_rdma_acc_single_intrinsic true \
+        "$bin/osc_stress" -s "$seed" -e 4 -f create,allocate >"$log" 2>&1
+    rc=$?
+    grep -E '^(seed|osc_stress|PASS|FAIL)|mismatch' "$log" | head -n 12
+    if [ $rc = 0 ]; then
+        record "$v" "osc_stress 3+1, intrinsic" pass "exit 0, seed $seed: exact"
+    else
+        tail -n 30 "$log"
+        record "$v" "osc_stress 3+1, intrinsic" FAIL "exit $rc, seed $seed; see $log"
+    fi
+    log=$WORK/$v-osc_soak-intrinsic.log
+    step "[$v] osc_soak -m fadd -n 40000, 4 ranks ($where), --mca osc_rdma_acc_single_intrinsic true"
+    hosts_mpirun "$v" 900 4 "$hf" --mca osc_rdma_acc_single_intrinsic true \
+        "$bin/osc_soak" -m fadd -n 40000 >"$log" 2>&1
+    rc=$?
+    grep -iE 'fadd|PASS|FAIL' "$log" | head -n 8
+    if [ $rc = 0 ]; then
+        record "$v" "osc_soak fadd 3+1, intrinsic" pass "exit 0: 40000 fetch-and-adds on one word exact"
+    else
+        tail -n 30 "$log"
+        record "$v" "osc_soak fadd 3+1, intrinsic" FAIL "exit $rc; see $log"
+    fi
+}
+
+# scripts/check-multihost.sh --hosts 3 (osc_demo, osc_flush_visibility, osc_stress and the
+# Python conformance suite across three host namespaces) on this build with
+# acc_single_intrinsic on every mpirun.
+osc_suite_across_hosts() { # VARIANT
+    local v=$1 envf=$WORK/prefix-$1/share/btl-ofi/btl-ofi-env.sh dir=$WORK/$1-multihost rc
+    step "[$v] scripts/check-multihost.sh --hosts 3 --mca osc_rdma_acc_single_intrinsic true 'tcp;ofi_rxm'"
+    rm -rf "$dir" && mkdir -p "$dir"
+    env -i HOME="$WORK" PATH="$WORK/prefix-$v/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
+        BTL_OFI_ENV_FILE="$envf" PYTHON="$WORK/venv-$v/bin/python" \
+        bash "$REPO/scripts/check-multihost.sh" --hosts 3 --log-dir "$dir" \
+        --mca osc_rdma_acc_single_intrinsic true "tcp;ofi_rxm" >"$dir/run.log" 2>&1
+    rc=$?
+    sed -n '/summary/,$p' "$dir/run.log"
+    if [ $rc = 0 ]; then
+        record "$v" "multihost suite, intrinsic" pass \
+            "check-multihost.sh exit 0: $(grep -m1 -oE '[0-9]+ passed[^|]*' "$dir/run.log")"
+    else
+        tail -n 30 "$dir/run.log"
+        record "$v" "multihost suite, intrinsic" FAIL "check-multihost.sh exit $rc; see $dir/run.log"
+    fi
+}
+
 # The checks of a build with upstream/'s osc/rdma patch (see the help above).
 check_osc() { # VARIANT
     local v=$1 prefix=$WORK/prefix-$1 envf=$WORK/prefix-$1/share/btl-ofi/btl-ofi-env.sh
@@ -654,8 +713,10 @@ check_osc() { # VARIANT
                 "exit $rc, $cases of 16 cases exact; see $log"
         fi
     done
+    osc_mixed_atomics "$v" "$hf" "$where"
     teardown_hosts
     trap - EXIT INT TERM
+    osc_suite_across_hosts "$v"
 
     # btl-ofi's atomic counter per operation across two hosts (tools/acc_lock_cost.py
     # makes and removes its own namespaces): 3 BTL atomics per single-element fetch-and-op,

@@ -83,7 +83,9 @@
 #     memory, without any BTL: for a test with only such windows a pass proves little,
 #     and its cell says so
 # Output: a table (test, ranks, result per setting, the two reruns), then
-# "N passed, N failed (N skipped)". Logs of every run in the log directory.
+# "N passed, N failed (N skipped)". Logs of every run in the log directory. A run
+# that writes more than 16 MiB (a test printing an error per element) is stopped
+# there and fails; its log keeps the first and last 4 MiB of each stream.
 # Exit: 0 none failed, 1 a test failed, 2 usage or setup error, 77 not root or no
 # network namespaces here.
 set -uo pipefail
@@ -198,6 +200,9 @@ DYNAMIC_RE = re.compile(r"\bMPI_Win_create_dynamic\s*\(")
 FLAVOR_RES = {"create": re.compile(r"\bMPI_Win_create\s*\("),
               "allocate": re.compile(r"\bMPI_Win_allocate\s*\("),
               "shared": SHARED_RE, "dynamic": DYNAMIC_RE}
+# A test that prints an error line per element can write gigabytes: such a run is
+# stopped there (a failure), and its log keeps the start and the end of the output.
+MAX_OUTPUT = 16 << 20
 LINEMARK_RE = re.compile(r'^# (\d+) "([^"]*)"')
 DTP_TYPES = ("MPI_INT", "MPI_INT:4+MPI_DOUBLE:8")  # test/mpi/configure.ac's default
 # Programs whose accumulate-type calls all go to an MPI_Win_allocate_shared window of one
@@ -618,7 +623,7 @@ class Runner:
             fh.write("$ " + " ".join(map(_quote, argv)) + "\n")
             fh.flush()
             with contextlib.redirect_stderr(fh):  # stacks of a timed-out run go here
-                run = launcher.run_argv(argv, timeout, env, workdir)
+                run = launcher.run_argv(argv, timeout, env, workdir, max_output=MAX_OUTPUT)
             fh.write(f"\n---- stdout\n{run.stdout}\n---- stderr\n{run.stderr}\n"
                      f"---- exit {run.returncode}, {run.seconds:.1f} s"
                      f"{' (timed out)' if run.timed_out else ''}\n")
@@ -642,6 +647,8 @@ class Runner:
         res.tail = "\n".join(tail_lines[-12:])
         if run.timed_out:
             res.status, res.note = "FAIL", f"timeout {timeout:.0f} s"
+        elif run.flooded:
+            res.status, res.note = "FAIL", f"killed after {MAX_OUTPUT >> 20} MiB of output"
         elif run.returncode != 0:
             res.status, res.note = "FAIL", f"exit {run.returncode}"
         elif not re.search(r"^\s*No Errors\s*$", run.stdout, re.M):

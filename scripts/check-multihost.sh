@@ -4,7 +4,7 @@
 #
 #   scripts/check-multihost.sh [--keep] [--hosts 2|3] [--seed N] [--log-dir DIR]
 #                              [--with-dynamic] [--no-conformance]
-#                              [--timeout-scale S] [PROVIDER...]
+#                              [--timeout-scale S] [--mca NAME VALUE]... [PROVIDER...]
 #   scripts/check-multihost.sh --nics N [--rate RATE] --no-conformance [--hosts 2|3] ...
 #   scripts/check-multihost.sh --setup-only [--hosts 2-8] [--nics N] [--rate RATE] [--log-dir DIR]
 #   scripts/check-multihost.sh --teardown DIR/netns.conf
@@ -36,6 +36,8 @@
 #   Checks on MPI_Win_create_dynamic windows are excluded (skips naming the
 #   reason above). The summary shows pytest's counts, one line per launch
 #   and the skip reasons. --no-conformance leaves the suite out.
+# --mca NAME VALUE (repeatable) goes to every mpirun, the conformance suite's too
+# (BTL_OFI_TEST_MCA): e.g. --mca osc_rdma_acc_single_intrinsic true.
 # Each run must show, on every rank, "selected provider <P> (fabric
 # 10.77.0.0/24, domain mheth0)" from a distinct node, and bytes on every veth.
 #
@@ -77,6 +79,7 @@ RATE=""
 SETUP_ONLY=0
 TEARDOWN=""
 SCALE=1
+USER_MCA=()
 PROVIDERS=()
 PREFIX=${PREFIX:-/usr/local}
 while [ $# -gt 0 ]; do
@@ -88,11 +91,18 @@ while [ $# -gt 0 ]; do
     --with-dynamic) DYNAMIC=1 ;;
     --no-conformance) CONFORMANCE=0 ;;
     --timeout-scale) SCALE=$2; shift ;;
+    --mca)
+        [[ "${2:-}" =~ ^[A-Za-z0-9_]+$ && $# -ge 3 ]] ||
+            { echo "check-multihost: --mca takes a parameter name and a value" >&2; exit 2; }
+        USER_MCA+=(--mca "$2" "$3")
+        BTL_OFI_TEST_MCA="${BTL_OFI_TEST_MCA:+$BTL_OFI_TEST_MCA }$2=$3"
+        export BTL_OFI_TEST_MCA
+        shift 2 ;;
     --setup-only) SETUP_ONLY=1 ;;
     --nics) NICS=$2; shift ;;
     --rate) RATE=$2; shift ;;
     --teardown) TEARDOWN=$2; shift ;;
-    -h | --help) sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,46p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "check-multihost: unknown option $1" >&2; exit 2 ;;
     *) PROVIDERS+=("$1") ;;
     esac
@@ -371,7 +381,7 @@ run_mpi() {
         "${LAUNCH_ARGS[@]}" --mca btl_tcp_if_include "$SUBNET" \
         --mca pml ob1 --mca btl "self,tcp,$BTL_OFI_COMPONENT" --mca osc rdma \
         --mca "btl_${BTL_OFI_COMPONENT}_provider_include" "$prov" --mca btl_base_verbose 10 \
-        "${FORWARD_ENV[@]}" "${NIC_ARGS[@]}" \
+        "${FORWARD_ENV[@]}" "${NIC_ARGS[@]}" "${USER_MCA[@]}" \
         "$@" >"$log" 2>&1
 }
 
@@ -533,6 +543,7 @@ if [ $SETUP_ONLY -eq 1 ]; then
     exit 0
 fi
 echo "  providers: ${PROVIDERS[*]}; osc_stress seed $SEED; logs $LOG_DIR"
+[ ${#USER_MCA[@]} = 0 ] || echo "  every mpirun also: ${USER_MCA[*]}"
 for prov in "${PROVIDERS[@]}"; do
     one osc_demo "$prov" "$NHOSTS" 90 osc_demo
     one osc_flush_visibility "$prov" 2 120 osc_flush_visibility $((4 << 20)) 30

@@ -30,8 +30,10 @@
 #          tracked and untracked files, not what .gitignore lists, so builds
 #          made inside persist between runs) and run CMD there as root. The
 #          mounts CMD needs (/proc, /sys, /dev, /dev/pts, a tmpfs on /dev/shm,
-#          the host's MPI lock file) exist only in a mount namespace of its
-#          own, so they vanish with it whichever way it ends.
+#          the host's MPI lock file, and read-only the MPICH and Intel MPI of
+#          scripts/install-mpis.sh when the host has them, for compare.py --net)
+#          exist only in a mount namespace of its own, so they vanish with it
+#          whichever way it ends.
 # shell    the same, an interactive shell
 # scratch  create if needed, copy each --copy-in FILE to /tmp/in/ of a throwaway
 #          copy of the root (an overlay: the cached root is never changed) and
@@ -89,6 +91,7 @@ debhelper"
 STAMP_FILE=etc/btl-ofi-debroot
 STAMP="suite=$SUITE packages=$(echo $PACKAGES)"
 LOCK=/tmp/btl-ofi-mpi.lock
+MPI_CACHE=${BTL_OFI_MPI_CACHE:-/var/cache/btl-ofi/mpis} # scripts/install-mpis.sh
 WORKDIR=/btl-ofi
 
 host_tools() {
@@ -122,7 +125,7 @@ in_root() {
     touch "$LOCK"
     unshare --mount --propagation private -- /bin/bash -c '
         set -e
-        r=$1 lock=$2 workdir=$3 scratch=$4 copy_in=$5; shift 5
+        r=$1 lock=$2 workdir=$3 scratch=$4 copy_in=$5 mpis=$6; shift 6
         if [ -n "$scratch" ]; then
             mkdir -p "$scratch/upper" "$scratch/work" "$scratch/merged"
             mount -t overlay overlay \
@@ -141,12 +144,16 @@ in_root() {
         mount --rbind /dev "$r/dev"
         mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$r/dev/shm"
         mkdir -p "$r/tmp" && touch "$r$lock" && mount --bind "$lock" "$r$lock"
+        if [ -d "$mpis" ]; then
+            mkdir -p "$r$mpis" && mount --bind -o ro "$mpis" "$r$mpis"
+        fi
         cd "$r"
         exec chroot "$r" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" \
             PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-            CI="${CI:-}" PYTEST_ADDOPTS="${PYTEST_ADDOPTS:-}" \
+            CI="${CI:-}" PYTEST_ADDOPTS="${PYTEST_ADDOPTS:-}" BTL_OFI_MPI_CACHE="$mpis" \
             /bin/sh -c "cd \"$workdir\" 2>/dev/null || cd /; exec \"\$@\"" sh "$@"
-    ' debroot "$dir" "$LOCK" "$WORKDIR" "$SCRATCH" "$(printf '%s\n' "${COPY_IN[@]}")" "$@"
+    ' debroot "$dir" "$LOCK" "$WORKDIR" "$SCRATCH" "$(printf '%s\n' "${COPY_IN[@]}")" \
+        "$([ -n "$SCRATCH" ] || echo "$MPI_CACHE")" "$@"
 }
 
 create() {
