@@ -553,14 +553,15 @@ hosts_mpirun() { # VARIANT TIMEOUT NP HOSTFILE ARGS...
     mapfile -t comp < <(. "$WORK/env-$v.sh" && env | grep '^[A-Z]*_MCA_mca_base_component_path=')
     for e in "${comp[@]}"; do fwd+=(-x "${e%%=*}"); done
     env -i HOME="$WORK" PATH="$prefix/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
-        LD_LIBRARY_PATH="$prefix/lib" "${comp[@]}" NETNS_RSH_MAP="$(mh_conf netns_map)" \
+        LD_LIBRARY_PATH="$prefix/lib" "${comp[@]}" BTL_OFI_COMPONENT=ofi \
+        NETNS_RSH_MAP="$(mh_conf netns_map)" \
         FI_TCP_IFACE="$iface" FI_SOCKETS_IFACE="$iface" \
         OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
         flock "$LOCK" timeout -k 5 "$to" ip netns exec "$(mh_conf hub)" "$prefix/bin/mpirun" \
         -np "$np" --hostfile "$hf" --map-by slot --bind-to none "${launch[@]}" \
         --mca btl_tcp_if_include "$subnet" --mca pml ob1 --mca btl "self,$NODE_BTL,tcp,ofi" \
         --mca osc rdma --mca btl_ofi_provider_include "tcp;ofi_rxm" --mca mpi_yield_when_idle 1 \
-        "${fwd[@]}" -x LD_LIBRARY_PATH -x FI_TCP_IFACE -x FI_SOCKETS_IFACE "$@"
+        "${fwd[@]}" -x LD_LIBRARY_PATH -x BTL_OFI_COMPONENT -x FI_TCP_IFACE -x FI_SOCKETS_IFACE "$@"
 }
 
 # Mixed atomics on one word from both hosts with the patched osc/rdma and
@@ -737,7 +738,7 @@ check_osc() { # VARIANT
     for mode in default intrinsic; do
         want=3.00
         [ "$mode" = default ] || want=1.00
-        # | setting | epoch | operation | us/call | puts | gets | atomics | proof reads |
+        # | setting | epoch | operation | us/call | puts | gets | atomics | proof reads | CQ reads |
         got=$(awk -F'|' -v m="$mode" '{ for (i = 2; i <= 8; i++) gsub(/ /, "", $i) }
             $2 == m && $3 == "lock_all" { printf "%s%s %s", sep, $4, $8; sep = ", " }' "$log")
         if [ $rc = 0 ] && [ "$got" = "fop $want, acc1 $want, gacc1 $want" ]; then

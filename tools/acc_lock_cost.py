@@ -7,7 +7,8 @@ then MPI_Win_flush; the other ranks wait in a barrier, which turns their progres
 Per row: microseconds per call (best of --reps) and the put, get and atomic operations that
 btl-ofi carried for it, and the reads that proved a flush (a round trip each where the
 provider gives no delivery completion, NOTES.txt 5), from rank 0's btl_<component>_*
-counters (MPI_T):
+counters (MPI_T), and how often it read its completion queues meanwhile (cq_polls: the
+finer a wait loop, the more reads per call):
 
     put8 get8          8-byte MPI_Put / MPI_Get: the reference, one round trip
     fop cas            MPI_Fetch_and_op (MPI_SUM) / MPI_Compare_and_swap, MPI_INT64_T
@@ -54,7 +55,7 @@ SETTINGS = {
     "same_op": ({}, {"accumulate_ops": "same_op"}),
     "no_amo": ({"osc_rdma_acc_use_amo": "false"}, None),
 }
-COUNTED = ("put_count", "get_count", "atomic_count", "proof_reads")
+COUNTED = ("put_count", "get_count", "atomic_count", "proof_reads", "cq_polls")
 
 
 def calls(win, MPI, np, target):
@@ -199,14 +200,15 @@ def table(args, results, where):
           f"{', provider ' + args.provider if args.osc == 'rdma' else ''}, {args.ranks} ranks, "
           f"MPI_Win_{args.flavor}, {args.ops} calls per row, best of {args.reps}; Open MPI "
           f"{os.environ.get('BTL_OFI_OMPI_VERSION', '?')}\n")
-    print("| setting | epoch | operation | us/call | puts | gets | atomics | proof reads |")
-    print("|---|---|---|---:|---:|---:|---:|---:|")
+    print("| setting | epoch | operation | us/call | puts | gets | atomics | proof reads "
+          "| CQ reads |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|")
     for name, rows in results.items():
         for row in rows:
             if row[0] == "#counters":
                 if row[1] != "ok":
                     print(f"| {name} | (btl-ofi counters {row[1]}: not btl-ofi's traffic) "
-                          "| | | | | | |")
+                          "| | | | | | | |")
                 continue
             print(f"| {name} | " + " | ".join(row) + " |")
 
