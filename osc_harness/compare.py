@@ -357,7 +357,9 @@ def run_one(cfg, bench, mode, args, paths, base_env, hosts=None, outdir=None):
         prog_args = ["-p", cfg.provider, "-T", str(args.timeout)] + prog_args
     evidence, crossed, proved = {}, True, ""
     if hosts is not None:
-        cmd, env = compare_net.command(cfg, exe, prog_args, env, hosts, outdir)
+        if args.ranks > 2 and cfg.kind != "raw":
+            prog_args = ["-y"] + prog_args  # ranks 2.. idle in MPI until rank 0 is done
+        cmd, env = compare_net.command(cfg, exe, prog_args, env, hosts, outdir, args.ranks)
         rc, out, err, secs, evidence = compare_net.run(exe, cmd, env, args.timeout, hosts,
                                                        locked_run)
         crossed, proved = compare_net.proof(evidence, out + "\n" + err)
@@ -724,6 +726,9 @@ def parse_args():
                         "or opal_ is a whole MCA name), as configuration ours-NAME beside "
                         "ours, e.g. nocoalesce:put_coalesce=0 or "
                         "intrinsic:osc_rdma_acc_single_intrinsic=true")
+    p.add_argument("--ranks", type=int, default=2,
+                   help="--net: ranks, one per host namespace (3-8); rank 0 measures against "
+                        "rank 1 while the others wait in MPI (the benchmarks' -y)")
     p.add_argument("--timeout", type=int, help="seconds per run (default 30 quick, 300 full); "
                    "a run that times out is not repeated in later repetitions")
     return p.parse_args()
@@ -808,6 +813,8 @@ def main():
          PROVIDERS_QUICK if args.quick else PROVIDERS_FULL)
     if args.net and "shm" in providers:
         sys.exit("compare.py --net: shm is node-local, it cannot connect two hosts")
+    if args.ranks != 2 and not (args.net and 2 < args.ranks <= 8):
+        sys.exit("compare.py: --ranks takes 3-8, with --net")
     if args.net:
         compare_net.preflight()  # before anything is written
     base_env = dict(os.environ)
@@ -824,7 +831,8 @@ def main():
     outdir = args.out or os.path.join(REPO, "results", f"{'net' if args.net else 'bench'}-{stamp}")
     os.makedirs(outdir, exist_ok=True)
     load_before = compare_net.loadavg()
-    with (compare_net.namespaces(outdir, env_file) if args.net else contextlib.nullcontext()) \
+    with (compare_net.namespaces(outdir, env_file, nhosts=max(3, args.ranks)) if args.net
+          else contextlib.nullcontext()) \
             as hosts:
         configs, net_notes = select_configs(args, providers, paths, ucx, hosts)
         print(f"compare.py: {len(configs)} configurations x {len(mode['benches'])} benchmarks x "

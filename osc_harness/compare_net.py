@@ -109,8 +109,8 @@ def preflight():
 
 
 @contextlib.contextmanager
-def namespaces(outdir, env_file, setup_args=()):
-    """Three host namespaces (h3 only for the visibility check) for the duration of the block, removed on any exit
+def namespaces(outdir, env_file, setup_args=(), nhosts=3):
+    """nhosts host namespaces (h3 for the visibility check, h3.. for --ranks) for the duration of the block, removed on any exit
     (an exception, Ctrl-C, or SIGTERM, which is turned into SystemExit here). setup_args go
     to check-multihost.sh --setup-only (--nics N, --rate R)."""
     preflight()
@@ -120,7 +120,7 @@ def namespaces(outdir, env_file, setup_args=()):
     env = dict(os.environ, BTL_OFI_ENV_FILE=env_file)
     conf = os.path.join(logdir, "netns.conf")
     try:
-        out = subprocess.run(["bash", SETUP, "--setup-only", "--hosts", "3", *setup_args,
+        out = subprocess.run(["bash", SETUP, "--setup-only", "--hosts", str(nhosts), *setup_args,
                               "--log-dir", logdir],
                              env=env, capture_output=True, text=True, timeout=120)
         if out.returncode != 0 or not os.path.isfile(conf):
