@@ -569,30 +569,27 @@ hosts_mpirun() { # VARIANT TIMEOUT NP HOSTFILE ARGS...
 # on one cell) and osc_soak's fetch-and-add counter (every rank on one word at rank 0,
 # whose node also holds two more ranks), 4 ranks 3 + 1.
 osc_mixed_atomics() { # VARIANT HOSTFILE PLACEMENT
-    local v=$1 hf=$2 where=$3 bin=$WORK/project-$1 log rc seed=$((RANDOM * 32768 + RANDOM))
-    log=$WORK/$v-osc_stress-intrinsic.log
-    step "[$v] osc_stress -s $seed -e 4 -f create,allocate, 4 ranks ($where), --mca osc_rdma_acc_single_intrinsic true"
-    hosts_mpirun "$v" 900 4 "$hf" --mca osc_rdma_acc_single_intrinsic true \
-        "$bin/osc_stress" -s "$seed" -e 4 -f create,allocate >"$log" 2>&1
+    local v=$1 hf=$2 where=$3 bin=$WORK/project-$1 seed=$((RANDOM * 32768 + RANDOM))
+    intrinsic_run "$v" "$hf" "$where" "osc_stress 3+1, intrinsic" "seed $seed: exact" \
+        "$bin/osc_stress" -s "$seed" -e 4 -f create,allocate
+    intrinsic_run "$v" "$hf" "$where" "osc_soak fadd 3+1, intrinsic" \
+        "40000 fetch-and-adds on one word exact" "$bin/osc_soak" -m fadd -n 40000
+}
+
+# One program on 4 ranks with acc_single_intrinsic: its row passes on exit 0.
+intrinsic_run() { # VARIANT HOSTFILE PLACEMENT ROW PASS_NOTE PROGRAM ARGS...
+    local v=$1 hf=$2 where=$3 row=$4 note=$5 log rc
+    shift 5
+    log=$WORK/$v-$(basename "$1")-intrinsic.log
+    step "[$v] $(basename "$1") ${*:2}, 4 ranks ($where), --mca osc_rdma_acc_single_intrinsic true"
+    hosts_mpirun "$v" 900 4 "$hf" --mca osc_rdma_acc_single_intrinsic true "$@" >"$log" 2>&1
     rc=$?
-    grep -E '^(seed|osc_stress|PASS|FAIL)|mismatch' "$log" | head -n 12
+    grep -iE '^(osc_stress|fadd|PASS|FAIL|RESULT)|mismatch' "$log" | head -n 12
     if [ $rc = 0 ]; then
-        record "$v" "osc_stress 3+1, intrinsic" pass "exit 0, seed $seed: exact"
+        record "$v" "$row" pass "exit 0, $note"
     else
         tail -n 30 "$log"
-        record "$v" "osc_stress 3+1, intrinsic" FAIL "exit $rc, seed $seed; see $log"
-    fi
-    log=$WORK/$v-osc_soak-intrinsic.log
-    step "[$v] osc_soak -m fadd -n 40000, 4 ranks ($where), --mca osc_rdma_acc_single_intrinsic true"
-    hosts_mpirun "$v" 900 4 "$hf" --mca osc_rdma_acc_single_intrinsic true \
-        "$bin/osc_soak" -m fadd -n 40000 >"$log" 2>&1
-    rc=$?
-    grep -iE 'fadd|PASS|FAIL' "$log" | head -n 8
-    if [ $rc = 0 ]; then
-        record "$v" "osc_soak fadd 3+1, intrinsic" pass "exit 0: 40000 fetch-and-adds on one word exact"
-    else
-        tail -n 30 "$log"
-        record "$v" "osc_soak fadd 3+1, intrinsic" FAIL "exit $rc; see $log"
+        record "$v" "$row" FAIL "exit $rc; see $log"
     fi
 }
 

@@ -1,0 +1,50 @@
+"""The launcher's own behaviour (no MPI): MCA parameters for every mpirun
+(--mca / BTL_OFI_TEST_MCA) and the output cap of run_argv."""
+
+import sys
+
+import pytest
+
+import launcher
+
+
+def mca_pairs(argv):
+    return [(argv[i + 1], argv[i + 2]) for i, a in enumerate(argv) if a == "--mca"]
+
+
+def test_extra_mca_reaches_every_mpirun(monkeypatch):
+    monkeypatch.setenv("BTL_OFI_TEST_MCA", "osc_rdma_acc_single_intrinsic=true mpi_leave_pinned=0")
+    pairs = mca_pairs(launcher.mpirun_argv(2, program="x", native=True))
+    assert ("osc_rdma_acc_single_intrinsic", "true") in pairs
+    assert ("mpi_leave_pinned", "0") in pairs
+
+
+def test_a_tests_own_value_wins(monkeypatch):
+    monkeypatch.setenv("BTL_OFI_TEST_MCA", "mpi_yield_when_idle=0")
+    pairs = mca_pairs(launcher.mpirun_argv(2, mca={"mpi_yield_when_idle": 1}, program="x",
+                                           native=True))
+    assert [v for k, v in pairs if k == "mpi_yield_when_idle"] == ["1"]
+
+
+@pytest.mark.parametrize("bad", ["novalue", "=true", "a-b=1"])
+def test_malformed_extra_mca_is_refused(monkeypatch, bad):
+    monkeypatch.setenv("BTL_OFI_TEST_MCA", bad)
+    with pytest.raises(RuntimeError, match="not NAME=VALUE"):
+        launcher.mpirun_argv(2, program="x", native=True)
+
+
+def test_flood_is_stopped_and_its_ends_kept(tmp_path):
+    prog = "import sys\nfor i in range(10**7): sys.stdout.write(f'line {i}\\n')\nprint('end')"
+    run = launcher.run_argv([sys.executable, "-c", prog], 60, None, str(tmp_path),
+                            take_lock=False, max_output=1 << 20)
+    assert run.flooded and not run.timed_out and run.returncode is None
+    assert run.stdout.startswith("line 0\n")
+    assert "bytes left out ..." in run.stdout
+    assert len(run.stdout) < 1 << 20
+    assert run.seconds < 30
+
+
+def test_quiet_run_is_kept_whole(tmp_path):
+    run = launcher.run_argv([sys.executable, "-c", "print('a'); import sys; sys.exit(3)"], 60,
+                            None, str(tmp_path), take_lock=False, max_output=1 << 20)
+    assert (run.returncode, run.stdout, run.flooded) == (3, "a\n", False)
