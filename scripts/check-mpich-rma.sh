@@ -21,7 +21,8 @@
 #   --intrinsic-only  only with osc_rdma_acc_single_intrinsic true
 #   --hosts N         host namespaces, 2-4 (default 4); a test with more ranks puts
 #                     ceil(ranks/N) on each (those reach each other over shm)
-#   --timeout S       seconds per mpirun (default 120; a testlist timeLimit above it wins)
+#   --timeout S       seconds per mpirun (default 180, MPICH runtests' own; a testlist
+#                     timeLimit above it wins)
 #   --dtp             the datatype-pool tests (accfence1, accpscw1, lock*_dt*), as
 #                     MPICH's configure generates their testlist.dtp: small (default:
 #                     counts up to 1018), all (also 65530 and 262144), none
@@ -255,7 +256,7 @@ def parse_args():
     p.add_argument("--intrinsic", action="store_true")
     p.add_argument("--intrinsic-only", action="store_true")
     p.add_argument("--hosts", type=int, default=4)
-    p.add_argument("--timeout", type=float, default=120)
+    p.add_argument("--timeout", type=float, default=180)
     p.add_argument("--dtp", choices=("small", "all", "none"), default="small")
     p.add_argument("--only", default="")
     p.add_argument("--no-compare", action="store_true")
