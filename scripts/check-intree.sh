@@ -608,7 +608,7 @@ osc_suite_across_hosts() { # VARIANT
     sed -n '/summary/,$p' "$dir/run.log"
     if [ $rc = 0 ]; then
         record "$v" "multihost suite, intrinsic" pass \
-            "check-multihost.sh exit 0: $(grep -m1 -oE '[0-9]+ passed[^|]*' "$dir/run.log")"
+            "check-multihost.sh exit 0: $(grep -m1 -oE '[0-9]+ passed(, [0-9]+ [a-z]+)*' "$dir/run.log")"
     else
         tail -n 30 "$dir/run.log"
         record "$v" "multihost suite, intrinsic" FAIL "check-multihost.sh exit $rc; see $dir/run.log"
