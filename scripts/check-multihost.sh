@@ -102,7 +102,7 @@ while [ $# -gt 0 ]; do
     --nics) NICS=$2; shift ;;
     --rate) RATE=$2; shift ;;
     --teardown) TEARDOWN=$2; shift ;;
-    -h | --help) sed -n '2,46p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,/^set /{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "check-multihost: unknown option $1" >&2; exit 2 ;;
     *) PROVIDERS+=("$1") ;;
     esac
