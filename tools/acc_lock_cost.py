@@ -14,11 +14,12 @@ finer a wait loop, the more reads per call):
     fop cas            MPI_Fetch_and_op (MPI_SUM) / MPI_Compare_and_swap, MPI_INT64_T
     acc1 acc64         MPI_Accumulate (MPI_SUM) of 1 / 64 MPI_INT64_T
     gacc1              MPI_Get_accumulate (MPI_SUM) of 1 MPI_INT64_T
+    none               no operation: what the epoch itself costs
 
 Epochs: lock_all (MPI_Win_lock_all around the loop), shared / exclusive (MPI_Win_lock on the
 target around the loop), and epoch_shared / epoch_exclusive: MPI_Win_lock, the operation,
 MPI_Win_unlock for every call (no flush: the unlock completes it), as some one-sided
-libraries do. Settings, one mpirun each:
+libraries do; epoch_nocheck the same shared epoch with MPI_MODE_NOCHECK (no lock taken). Settings, one mpirun each:
 
     default       Open MPI's defaults
     intrinsic     --mca osc_rdma_acc_single_intrinsic true
@@ -47,8 +48,8 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "python_tests"))
 
-OPS = ("put8", "get8", "fop", "cas", "acc1", "acc64", "gacc1")
-EPOCHS = ("lock_all", "shared", "exclusive", "epoch_shared", "epoch_exclusive")
+OPS = ("put8", "get8", "fop", "cas", "acc1", "acc64", "gacc1", "none")
+EPOCHS = ("lock_all", "shared", "exclusive", "epoch_shared", "epoch_exclusive", "epoch_nocheck")
 SETTINGS = {
     "default": ({}, None),
     "intrinsic": ({"osc_rdma_acc_single_intrinsic": "true"}, None),
@@ -70,6 +71,7 @@ def calls(win, MPI, np, target):
         "acc1": lambda: win.Accumulate(one, target, 0, MPI.SUM),
         "acc64": lambda: win.Accumulate(many, target, 0, MPI.SUM),
         "gacc1": lambda: win.Get_accumulate(one, res, target, 0, MPI.SUM),
+        "none": lambda: None,
     }
 
 
@@ -80,12 +82,14 @@ def epochs(win, MPI, target):
     shared = lambda: win.Lock(target, MPI.LOCK_SHARED)  # noqa: E731
     exclusive = lambda: win.Lock(target, MPI.LOCK_EXCLUSIVE)  # noqa: E731
     unlock = lambda: win.Unlock(target)  # noqa: E731
+    nocheck = lambda: win.Lock(target, MPI.LOCK_SHARED, MPI.MODE_NOCHECK)  # noqa: E731
     return {
         "lock_all": (win.Lock_all, win.Unlock_all, nothing, flush),
         "shared": (shared, unlock, nothing, flush),
         "exclusive": (exclusive, unlock, nothing, flush),
         "epoch_shared": (nothing, nothing, shared, unlock),
         "epoch_exclusive": (nothing, nothing, exclusive, unlock),
+        "epoch_nocheck": (nothing, nothing, nocheck, unlock),
     }
 
 
