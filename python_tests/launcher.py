@@ -7,6 +7,7 @@ run with a timeout that kills the whole process group, and collects the JSON
 lines the ranks wrote.
 """
 
+import contextlib
 import dataclasses
 import fcntl
 import functools
@@ -403,10 +404,7 @@ def run_argv(argv, timeout, env, workdir, take_lock=True, max_output=None):
     an error per element) and only the start and end of each stream are kept."""
     if max_output:
         return _run_capped(argv, timeout, env, workdir, take_lock, max_output)
-    with open(MPI_LOCK, "a+") as lock:
-        asked = time.monotonic()
-        if take_lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+    with _mpi_lock(take_lock) as asked:
         start = time.monotonic()
         proc = subprocess.Popen(argv, env=env, cwd=workdir, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, errors="replace",
@@ -424,13 +422,21 @@ def run_argv(argv, timeout, env, workdir, take_lock=True, max_output=None):
                seconds=seconds, stdout=out, stderr=err, lock_wait=start - asked)
 
 
-def _run_capped(argv, timeout, env, workdir, take_lock, max_output):
-    """run_argv with the streams in files, watched for size."""
-    with open(MPI_LOCK, "a+") as lock, tempfile.TemporaryFile(dir=workdir) as fo, \
-            tempfile.TemporaryFile(dir=workdir) as fe:
+@contextlib.contextmanager
+def _mpi_lock(take_lock):
+    """The machine-wide MPI lock held for the block (unless take_lock is False); yields the
+    time it was asked for."""
+    with open(MPI_LOCK, "a+") as lock:
         asked = time.monotonic()
         if take_lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
+        yield asked
+
+
+def _run_capped(argv, timeout, env, workdir, take_lock, max_output):
+    """run_argv with the streams in files, watched for size."""
+    with _mpi_lock(take_lock) as asked, tempfile.TemporaryFile(dir=workdir) as fo, \
+            tempfile.TemporaryFile(dir=workdir) as fe:
         start = time.monotonic()
         proc = subprocess.Popen(argv, env=env, cwd=workdir, stdout=fo, stderr=fe,
                                 start_new_session=True)

@@ -543,7 +543,7 @@ def onenode_caveat(prog):
     """On one node osc/rdma serves MPI_Win_allocate windows from its own shared memory: a
     program with no other kind of window never reaches osc/rdma's BTL path there."""
     if "allocate" in prog.flavors and not {"create", "dynamic"} & set(prog.flavors):
-        return " [MPI_Win_allocate only: osc/rdma's shared memory, not its BTL path]"
+        return "MPI_Win_allocate only: osc/rdma's shared memory, not its BTL path"
     return ""
 
 
@@ -657,6 +657,8 @@ class Runner:
         elif ours and res.ofi_ranks < case.ranks:
             res.status = "FAIL"
             res.note = f"btl-ofi selected a provider on {res.ofi_ranks} of {case.ranks} ranks"
+        if setting.startswith("onenode") and onenode_caveat(prog):
+            res.note = "; ".join(filter(None, (res.note, onenode_caveat(prog))))
         return res
 
 
@@ -810,8 +812,7 @@ def main():
                               f", btl-ofi {r.ofi_ranks}/{case.ranks} on {r.ofi_nodes}"))
             for c in ([] if args.no_compare else COMPARE):
                 r = results.get((id(case), c))
-                cells.append("" if r is None else r.status + (f" ({r.note})" if r.note else "") +
-                             (onenode_caveat(byname[case.program]) if c == "onenode" else ""))
+                cells.append("" if r is None else r.status + (f" ({r.note})" if r.note else ""))
         print(f"| {case.label} | {ranks} | " + " | ".join(cells) + " |")
     fails = [(c, s, results[(id(c), s)]) for c in cases for s in settings
              if (id(c), s) in results and results[(id(c), s)].status == "FAIL"]
@@ -827,7 +828,6 @@ def main():
             p = results.get((id(case), c))
             if p is not None:
                 print(f"  again, {what}: {p.status}{' (' + p.note + ')' if p.note else ''}"
-                      f"{onenode_caveat(byname[case.program]) if c == 'onenode' else ''}"
                       f"; log {p.log}")
     print(f"\n{npass} passed, {nfail} failed ({nskip} skipped); logs in {logdir}")
     return 1 if nfail else 0

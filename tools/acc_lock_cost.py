@@ -19,7 +19,8 @@ finer a wait loop, the more reads per call):
 Epochs: lock_all (MPI_Win_lock_all around the loop), shared / exclusive (MPI_Win_lock on the
 target around the loop), and epoch_shared / epoch_exclusive: MPI_Win_lock, the operation,
 MPI_Win_unlock for every call (no flush: the unlock completes it), as some one-sided
-libraries do; epoch_nocheck the same shared epoch with MPI_MODE_NOCHECK (no lock taken). Settings, one mpirun each:
+libraries do; epoch_nocheck: the same shared epoch with MPI_MODE_NOCHECK (no lock taken).
+Settings, one mpirun each:
 
     default       Open MPI's defaults
     intrinsic     --mca osc_rdma_acc_single_intrinsic true
