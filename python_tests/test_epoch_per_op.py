@@ -21,17 +21,21 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("provider", matrix.providers_of(metafunc.config)[0])
 
 
+# osc/rdma's two lock protocols: two_level (its default; an exclusive lock also takes a lock
+# on rank 0) and on_demand (README, "Atomics across nodes: round trips")
+@pytest.mark.parametrize("locking", ["two_level", "on_demand"])
 @pytest.mark.parametrize("sync", ["lock", "lock_excl"])
-def test_epoch_per_operation(provider, sync, launches, harness_program, tmp_path):
+def test_epoch_per_operation(provider, sync, locking, launches, harness_program, tmp_path):
     env = launcher.mpi_env()
     program = harness_program(provider, "osc_latency")
     argv = launcher.mpirun_argv(2, provider, program=program, native=True,
+                                mca={"osc_rdma_locking_mode": locking},
                                 program_args=["-s", sync, "-o", "put,get,fop,cas", "-S", "8",
                                               "-i", "200", "-j", "-r"])
     run = launcher.run_argv(argv, 120 * launches.scale, env, tmp_path)
     records = [json.loads(ln) for ln in run.stdout.splitlines() if ln.startswith("{")]
     assert not run.timed_out and run.returncode == 0, \
-        f"{provider} -s {sync}: exit {run.returncode}" \
+        f"{provider} -s {sync}, {locking}: exit {run.returncode}" \
         f"{' (timeout)' if run.timed_out else ''}\n{' '.join(argv)}\n" \
         f"{run.stdout[-800:]}\n{run.stderr[-800:]}"
     meta = next(r for r in records if r.get("meta"))

@@ -57,8 +57,11 @@ def _run(hosts, tmp_path, ours=None, group=None):
     (with ofi_strictmr: no violation, and every behaviour of its NIC profile happened)."""
     group = group or matrix.Group(PROVIDER, "default", NRANKS, "base")
     btl = f"self,{launcher.node_btl()},tcp,{launcher.component_name()}"
+    # the atomics counted below assume osc/rdma's default lock protocol, whatever
+    # --mca the suite got: on_demand locks each peer a lock_all epoch touches
     launch = launcher.run_mpi(NRANKS, {"checks": [CHECK]}, 180, provider=group.provider,
                               hosts=hosts, btl=btl, workdir=tmp_path, ours=ours,
+                              mca={"osc_rdma_locking_mode": "two_level"},
                               env_overrides=group.env(tmp_path))
     launch.strict_report = group.report(tmp_path)
     outcome.judge_group(launch, group, [CHECK["id"]]).apply()

@@ -19,7 +19,8 @@ finer a wait loop, the more reads per call):
 Epochs: lock_all (MPI_Win_lock_all around the loop), shared / exclusive (MPI_Win_lock on the
 target around the loop), and epoch_shared / epoch_exclusive: MPI_Win_lock, the operation,
 MPI_Win_unlock for every call (no flush: the unlock completes it), as some one-sided
-libraries do; epoch_nocheck: the same shared epoch with MPI_MODE_NOCHECK (no lock taken).
+libraries do; epoch_nocheck: the same shared epoch with MPI_MODE_NOCHECK (no lock taken);
+epoch_all: MPI_Win_lock_all, the operation on every other rank, MPI_Win_unlock_all.
 Settings, one mpirun each:
 
     default       Open MPI's defaults
@@ -50,7 +51,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "python_tests"))
 
 OPS = ("put8", "get8", "fop", "cas", "acc1", "acc64", "gacc1", "none")
-EPOCHS = ("lock_all", "shared", "exclusive", "epoch_shared", "epoch_exclusive", "epoch_nocheck")
+EPOCHS = ("lock_all", "shared", "exclusive", "epoch_shared", "epoch_exclusive", "epoch_nocheck",
+          "epoch_all")
 SETTINGS = {
     "default": ({}, None),
     "intrinsic": ({"osc_rdma_acc_single_intrinsic": "true"}, None),
@@ -91,6 +93,7 @@ def epochs(win, MPI, target):
         "epoch_shared": (nothing, nothing, shared, unlock),
         "epoch_exclusive": (nothing, nothing, exclusive, unlock),
         "epoch_nocheck": (nothing, nothing, nocheck, unlock),
+        "epoch_all": (nothing, nothing, win.Lock_all, win.Unlock_all),
     }
 
 
@@ -114,12 +117,15 @@ def rank_main(args):
         win = MPI.Win.Create(memory, 8, info=info, comm=comm)
     comm.Barrier()
     ops, loops = calls(win, MPI, np, target), epochs(win, MPI, target)
+    each = [calls(win, MPI, np, peer) for peer in range(1, comm.size)]
     if comm.rank == 0:
         print(f"#counters\t{counters.state}", flush=True)
     for ename in args.epochs.split(","):
         open_loop, close_loop, open_call, close_call = loops[ename]
         for oname in args.ops_list.split(","):
             call, best = ops[oname], None
+            if ename == "epoch_all":  # the operation on every other rank
+                call = lambda name=oname: [peer_ops[name]() for peer_ops in each]  # noqa: E731
             for _ in range(args.reps):
                 comm.Barrier()
                 if comm.rank == 0:
