@@ -1,7 +1,8 @@
 """An epoch per operation through btl-ofi (osc_harness/osc_latency -s lock / lock_excl):
 MPI_Win_lock (shared or exclusive) on the peer, one put, get, fetch-and-op or
 compare-and-swap on a MPI_Win_create window, MPI_Win_unlock, again and again, as some
-one-sided libraries do (PERFORMANCE.md, "An epoch per operation"). Every row must be
+one-sided libraries do (PERFORMANCE.md, "An epoch per operation"), under either of
+osc/rdma's lock protocols (osc_rdma_locking_mode two_level or on_demand). Every row must be
 exact and carried by btl-ofi (-r: exit 2 when its counters did not move), and the
 program must say which epoch it timed.
 """
@@ -21,8 +22,8 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("provider", matrix.providers_of(metafunc.config)[0])
 
 
-# osc/rdma's two lock protocols: two_level (its default; an exclusive lock also takes a lock
-# on rank 0) and on_demand (README, "Atomics across nodes: round trips")
+# two_level, osc/rdma's default, also takes a lock on rank 0 for an exclusive one (README,
+# "Atomics across nodes: round trips")
 @pytest.mark.parametrize("locking", ["two_level", "on_demand"])
 @pytest.mark.parametrize("sync", ["lock", "lock_excl"])
 def test_epoch_per_operation(provider, sync, locking, launches, harness_program, tmp_path):
