@@ -657,7 +657,7 @@ class Runner:
         elif ours and res.ofi_ranks < case.ranks:
             res.status = "FAIL"
             res.note = f"btl-ofi selected a provider on {res.ofi_ranks} of {case.ranks} ranks"
-        if setting.startswith("onenode") and onenode_caveat(prog):
+        if setting.startswith("onenode"):
             res.note = "; ".join(filter(None, (res.note, onenode_caveat(prog))))
         return res
 
