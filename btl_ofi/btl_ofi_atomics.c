@@ -143,8 +143,9 @@ static bool mca_btl_ofi_nofetch_needs_fetch(const mca_btl_ofi_rail_t *rail)
 /*
  * Atomics as messages: the target applies every op of every datatype; floats
  * are advertised only where Open MPI's osc/rdma uses them rightly (section 6).
+ * The most any rail advertises, so also what the module template names.
  */
-static uint32_t mca_btl_ofi_atomics_advertise_messages(void)
+uint32_t mca_btl_ofi_atomics_most(void)
 {
     uint32_t flags = MCA_BTL_ATOMIC_SUPPORTS_CSWAP | MCA_BTL_ATOMIC_SUPPORTS_32BIT;
 
@@ -209,13 +210,29 @@ static int mca_btl_ofi_atomics_messages(mca_btl_ofi_rail_t *rail, bool granted)
     if (!rail->am_ready) {
         return OPAL_ERR_NOT_SUPPORTED;
     }
-    rail->caps.atomic_flags = mca_btl_ofi_atomics_advertise_messages();
+    rail->caps.atomic_flags = mca_btl_ofi_atomics_most();
     opal_output_verbose(
         10, mca_btl_ofi_output, MCA_BTL_OFI_LOG "every atomic is a message the target applies (%s)",
         MCA_BTL_OFI_PATH_MESSAGES == mca_btl_ofi_params.atomics_path ? "btl_ofi_atomics=messages"
         : !granted ? "the provider grants no FI_ATOMIC"
                    : "the provider has no 64-bit compare-and-swap");
     return OPAL_SUCCESS;
+}
+
+/* Non-fetching atomics (MCA_BTL_FLAGS_ATOMIC_OPS) only where their callback means they were
+ * applied, as btl.h asks: as messages (answered once applied) or under FI_DELIVERY_COMPLETE.
+ * Under read_proof it would come at transmit; without the flag osc/rdma sends them as
+ * fetch-and-ops, whose answer proves them in the same round trip. */
+static void mca_btl_ofi_atomics_nofetch_flag(mca_btl_ofi_rail_t *rail)
+{
+    bool offered;
+
+    if (!rail->atomics_as_messages && !rail->delivery_complete) {
+        rail->caps.flags &= ~MCA_BTL_FLAGS_ATOMIC_OPS;
+    }
+    offered = !!(rail->caps.flags & MCA_BTL_FLAGS_ATOMIC_OPS);
+    opal_output_verbose(10, mca_btl_ofi_output, MCA_BTL_OFI_LOG "non-fetching atomics %s",
+                        offered ? "advertised" : "not advertised (sent as fetch-and-ops)");
 }
 
 int mca_btl_ofi_atomics_probe(mca_btl_ofi_rail_t *rail, bool casless_as_messages)
@@ -230,6 +247,7 @@ int mca_btl_ofi_atomics_probe(mca_btl_ofi_rail_t *rail, bool casless_as_messages
     native = granted && caps->cswap[0];
     rail->atomics_as_messages =
         mca_btl_ofi_atomics_by_messages(granted, native, casless_as_messages);
+    mca_btl_ofi_atomics_nofetch_flag(rail);
     if (rail->atomics_as_messages) {
         return mca_btl_ofi_atomics_messages(rail, granted);
     }
@@ -408,7 +426,8 @@ static int mca_btl_ofi_atomic(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endp
                             endpoint->peer_addr, target.addr, target.key, mca_btl_ofi_atomic_dt[dt],
                             mca_btl_ofi_atomic_table[mca_op].fi_op, &op->fi_ctx);
     } else {
-        /* Its completion says nothing about the target: flush proves it (prove_remote). */
+        /* Under read_proof its completion says nothing about the target: flush proves it
+         * (prove_remote; osc/rdma is not offered non-fetching atomics there). */
         atomic_store_explicit(&endpoint->unproven, true, memory_order_relaxed);
         rc = fi_atomic(rail->ep, &op->words->operand, 1, op->words_desc, endpoint->peer_addr,
                        target.addr, target.key, mca_btl_ofi_atomic_dt[dt],

@@ -24,6 +24,9 @@ BEGIN_C_DECLS
  */
 int mca_btl_ofi_atomics_probe(mca_btl_ofi_rail_t *rail, bool casless_as_messages);
 
+/** The btl_atomic_flags of the most a rail can serve (every op, as messages). */
+uint32_t mca_btl_ofi_atomics_most(void);
+
 /**
  * Non-fetching atomic: (*remote_address) = (*remote_address) op operand.
  * Native when fi_atomicvalid says so, else a compare-and-swap loop.

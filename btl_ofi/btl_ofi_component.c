@@ -11,6 +11,7 @@
 
 #include "opal/util/argv.h"
 
+#include "btl_ofi_atomics.h"
 #include "btl_ofi_discovery.h"
 #include "btl_ofi_module_setup.h"
 #include "btl_ofi_params.h"
@@ -58,7 +59,10 @@ static int mca_btl_ofi_component_register(void)
     mca_btl_ofi_params_register(component);
     (void)mca_btl_ofi_pvar_register(component);
 
-    /* btl_ofi_latency, _bandwidth, _put_limit, ... from the module template. */
+    /* btl_ofi_latency, _bandwidth, _put_limit, ... from the module template. Registering
+     * drops MCA_BTL_FLAGS_ATOMIC_OPS from a template without atomic flags
+     * (mca_btl_base_param_verify): it names the most a rail serves, each rail's probe less. */
+    mca_btl_ofi_module_template.super.btl_atomic_flags = mca_btl_ofi_atomics_most();
     return mca_btl_base_param_register(&mca_btl_ofi_component.super.btl_version,
                                        &mca_btl_ofi_module_template.super);
 }

@@ -284,6 +284,10 @@ static void mca_btl_ofi_open_local(mca_btl_ofi_module_t *module, const char *pro
         /* it lacks an atomic Open MPI will send: all of them take the network */
         module->local_atomics = false;
     }
+    if (module->local_atomics && !(module->local->caps.flags & MCA_BTL_FLAGS_ATOMIC_OPS)) {
+        /* its non-fetching atomics would not prove themselves: none advertised */
+        module->super.btl_flags &= ~MCA_BTL_FLAGS_ATOMIC_OPS;
+    }
     mca_btl_ofi_narrow_caps(module, module->local);
     mca_btl_ofi_record_local(module);
 }

@@ -5,9 +5,12 @@ The conformance variant "messages" (matrix.py) forces both paths on every
 provider of the default set. Here: a real provider without a 64-bit
 compare-and-swap served through them (libfabric 1.17's plain net), the same
 paths under ofi_strictmr's NIC-like MR modes with zero violations, the decline
-when no completion proof is left, and an unknown path setting."""
+when no completion proof is left, an unknown path setting, and which completion
+modes offer osc/rdma non-fetching atomics at all."""
 
+import re
 import socket
+import subprocess
 
 import pytest
 
@@ -218,6 +221,55 @@ def test_atomics_as_messages_with_read_proof(provider, tmp_path, mpi_env_file):
     assert total["atomics_as_messages"] > 0 and total["proof_reads"] > 0, total
     assert total["messages_applied"] == total["atomics_as_messages"], total
     assert total["atomic_emulated_count"] == 0, total
+
+
+
+def _btl_flags():
+    """btl_<component>_flags as ompi_info shows it (registration's value)."""
+    ours = launcher.component_name()
+    info = subprocess.run(["ompi_info", "--parsable", "--level", "9", "--param", "btl", ours],
+                          env=launcher.mpi_env(launcher.ROOT_ENV), capture_output=True,
+                          text=True, timeout=60)
+    key = f":param:{launcher.param('flags')}:value:"
+    values = [ln.split(key, 1)[1] for ln in info.stdout.splitlines() if key in ln]
+    assert values, info.stdout[-2000:] + info.stderr[-2000:]
+    return values[0].split(",")
+
+
+NOFETCH_RE = re.compile(r"btl:\S+: non-fetching atomics (advertised|not advertised)")
+
+
+# (provider, settings, what every rank says): delivery-complete, read_proof, messages
+NOFETCH_CASES = [("shm", {}, "advertised"),
+                 ("tcp;ofi_rxm", {"completion": "read_proof"}, "not advertised"),
+                 ("tcp;ofi_rxm", {"completion": "read_proof", "atomics": "messages"},
+                  "advertised")]
+
+
+def test_nonfetching_atomics_only_where_proven(tmp_path, mpi_env_file):
+    """Non-fetching atomics (MCA_BTL_FLAGS_ATOMIC_OPS) are offered only where their
+    callback means applied, as btl.h asks: under delivery-complete or as messages.
+    Under read_proof their callback would come at transmit, so they are withheld and
+    osc/rdma sends them as fetch-and-ops. ompi_info shows the flag (registration
+    keeps it; Open MPI 4.1), every rank says what it chose, and the results are exact
+    each way."""
+    if launcher.ompi_major() < 5:
+        # (5.0's ompi_info cannot name MCA_BTL_FLAGS_RDMA_REMOTE_COMPLETION, which its
+        # flag list lacks, so it leaves btl_<component>_flags out: the stock btl/ofi's too)
+        assert {"atomics", "fetching-atomics"} <= set(_btl_flags())
+    present = [p.name for p in fabric.rdm_rma_atomic_providers()]
+    plan = {"checks": PLAN[:2] + [matrix.make_check("excl_lock", "fast",
+                                                    flavor_name="create_du8", repeat=10)]}
+    for i, (provider, ours, advertised) in enumerate(NOFETCH_CASES):
+        assert provider in present, present
+        launch = launcher.run_mpi(2, plan, 120, provider=provider, workdir=tmp_path / str(i),
+                                  ours=ours)
+        assert not launch.timed_out and launch.returncode == 0, launch.tail()
+        said = NOFETCH_RE.findall(launch.stdout + launch.stderr)
+        assert said == [advertised] * 2, (provider, ours, said, launch.tail())
+        recs = outcome.records(launch, "check")
+        assert len(recs) == len(plan["checks"]), launch.tail()
+        assert not [(r["id"], r["errors"][:2]) for r in recs if r["errors"]], (provider, ours)
 
 
 # ---- NICs without atomics or RMA read: ofi_strictmr's capability limits -----------
