@@ -223,7 +223,6 @@ def test_atomics_as_messages_with_read_proof(provider, tmp_path, mpi_env_file):
     assert total["atomic_emulated_count"] == 0, total
 
 
-
 def _btl_flags():
     """btl_<component>_flags as ompi_info shows it (registration's value)."""
     ours = launcher.component_name()
