@@ -426,9 +426,11 @@ static int mca_btl_ofi_atomic(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endp
                             endpoint->peer_addr, target.addr, target.key, mca_btl_ofi_atomic_dt[dt],
                             mca_btl_ofi_atomic_table[mca_op].fi_op, &op->fi_ctx);
     } else {
-        /* Under read_proof its completion says nothing about the target: flush proves it
-         * (prove_remote; osc/rdma is not offered non-fetching atomics there). */
-        atomic_store_explicit(&endpoint->unproven, true, memory_order_relaxed);
+        if (rail->prove_remote) {
+            /* Under read_proof its completion says nothing about the target: flush proves it
+             * (osc/rdma is not offered non-fetching atomics there; other callers may be). */
+            atomic_store_explicit(&endpoint->unproven, true, memory_order_relaxed);
+        }
         rc = fi_atomic(rail->ep, &op->words->operand, 1, op->words_desc, endpoint->peer_addr,
                        target.addr, target.key, mca_btl_ofi_atomic_dt[dt],
                        mca_btl_ofi_atomic_table[mca_op].fi_op, &op->fi_ctx);
