@@ -192,6 +192,25 @@ class Launch:
 SHM_FILE_PATTERNS = ("{pid}:*", "btl-ofi.{pid}.*", "strictmr.{pid}.*")
 
 
+STRICTMR_ENTRY_MAGIC = b"PETCIRTS"  # strictmr_registry.c's ENTRY_MAGIC, little-endian
+
+
+def strictmr_files_of(pids):
+    """ofi_strictmr's /dev/shm files that name one of these processes: its MR tables
+    ("strictmr.<pid>.<domain>") and its endpoint entries ("strictmr.ep.<hash>", whose pid is
+    the int32 after the magic)."""
+    pids = {int(p) for p in pids}
+    found = [path for pid in pids for path in Path("/dev/shm").glob(f"strictmr.{pid}.*")]
+    for path in Path("/dev/shm").glob("strictmr.ep.*"):
+        try:
+            head = path.read_bytes()[:12]
+        except OSError:
+            continue
+        if head[:8] == STRICTMR_ENTRY_MAGIC and int.from_bytes(head[8:12], "little") in pids:
+            found.append(path)
+    return found
+
+
 def remove_shm_files(pids):
     """Remove the /dev/shm files of these processes, once they have ended: those a job leaves
     when its fabric is never closed (or that a test put there). Returns the names removed."""

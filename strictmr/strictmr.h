@@ -127,6 +127,7 @@ struct strictmr_segment {
     char name[64];
     void *addr;
     size_t len;
+    struct strictmr_segment *next_owned; /* made by this process, not yet unlinked */
 };
 
 int strictmr_table_create(struct strictmr_segment *seg, unsigned domain_id);
@@ -324,6 +325,7 @@ int strictmr_engine_domain_open(struct strictmr_domain *dom);
 void strictmr_engine_domain_close(struct strictmr_domain *dom);
 /* The provider's cleanup (libfabric unloads it): stops the progress threads still running. */
 void strictmr_engine_cleanup(void);
+unsigned strictmr_segments_unlink_all(void);
 int strictmr_engine_cq_open(struct strictmr_cq *cq, const struct fi_cq_attr *attr, void *context);
 /* With the engine lock held. */
 void strictmr_engine_cq_close(struct strictmr_cq *cq);

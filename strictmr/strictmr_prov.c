@@ -10,13 +10,30 @@
 
 #include "strictmr.h"
 
+/* fi_fini, before dlclose: what a program that exits with its fabric open left running or
+ * named. Its progress threads stop, and its MR tables and endpoint entries leave /dev/shm
+ * (no process could open them after this one ends). */
+static void strictmr_cleanup(void)
+{
+    unsigned named;
+
+    strictmr_engine_cleanup();
+    named = strictmr_segments_unlink_all();
+    if (named) {
+        FI_WARN(&strictmr_prov, FI_LOG_CORE,
+                "unloaded with %u MR tables and endpoint entries open: their names are "
+                "removed from /dev/shm\n",
+                named);
+    }
+}
+
 struct fi_provider strictmr_prov = {
     .name = STRICTMR_NAME,
     .version = STRICTMR_VERSION,
     .fi_version = FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION),
     .getinfo = strictmr_getinfo,
     .fabric = strictmr_fabric_open,
-    .cleanup = strictmr_engine_cleanup,
+    .cleanup = strictmr_cleanup,
 };
 
 /* Set while we ask libfabric for cores, so that we never offer ourselves on top of ourselves. */

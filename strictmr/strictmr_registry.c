@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -47,6 +48,52 @@ static uint64_t fnv1a(const void *data, size_t len)
     return h;
 }
 
+/*
+ * The segments this process made and has not unlinked. A program that exits with its fabric
+ * open (an MPI whose finalize kept its BTLs: MPI_T left initialized) never closes them, and
+ * names hold their files in /dev/shm after it: the provider's cleanup at unload unlinks
+ * them (strictmr_segments_unlink_all). Mappings outlive the names, so nothing else changes.
+ */
+static pthread_mutex_t owned_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct strictmr_segment *owned;
+
+static void owned_add(struct strictmr_segment *seg)
+{
+    pthread_mutex_lock(&owned_lock);
+    seg->next_owned = owned;
+    owned = seg;
+    pthread_mutex_unlock(&owned_lock);
+}
+
+/* Whether seg was still on the list (else the cleanup at unload unlinked it). */
+static bool owned_remove(struct strictmr_segment *seg)
+{
+    struct strictmr_segment **at;
+    bool found;
+
+    pthread_mutex_lock(&owned_lock);
+    for (at = &owned; *at && *at != seg; at = &(*at)->next_owned) {
+    }
+    found = NULL != *at;
+    if (found) {
+        *at = seg->next_owned;
+    }
+    pthread_mutex_unlock(&owned_lock);
+    return found;
+}
+
+unsigned strictmr_segments_unlink_all(void)
+{
+    unsigned n = 0;
+
+    pthread_mutex_lock(&owned_lock);
+    for (; owned; owned = owned->next_owned, n++) {
+        shm_unlink(owned->name);
+    }
+    pthread_mutex_unlock(&owned_lock);
+    return n;
+}
+
 static int segment_create(struct strictmr_segment *seg, size_t len)
 {
     int fd = shm_open(seg->name, O_CREAT | O_RDWR | O_TRUNC, 0600);
@@ -66,6 +113,7 @@ static int segment_create(struct strictmr_segment *seg, size_t len)
     }
     seg->len = len;
     close(fd);
+    owned_add(seg);
     return 0;
 
 unlink:
@@ -112,7 +160,9 @@ static void segment_unmap(struct strictmr_segment *seg)
 void strictmr_segment_unlink(struct strictmr_segment *seg)
 {
     if (seg->addr) {
-        shm_unlink(seg->name);
+        if (owned_remove(seg)) {
+            shm_unlink(seg->name);
+        }
         segment_unmap(seg);
     }
 }
