@@ -14,6 +14,7 @@ import functools
 import json
 import os
 import re
+import select
 import shlex
 import shutil
 import signal
@@ -211,12 +212,28 @@ def strictmr_files_of(pids):
     return found
 
 
-def remove_shm_files(pids):
-    """Remove the /dev/shm files of these processes, once they have ended: those a job leaves
-    when its fabric is never closed (or that a test put there). Returns the names removed."""
+def _ended(pid, wait):
+    """Whether process pid has ended, waiting up to `wait` seconds for it (pidfd: woken at
+    its exit)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(int(wait * 1000)))
+    finally:
+        os.close(fd)
+
+
+def remove_shm_files(pids, wait=0):
+    """Remove the /dev/shm files of these processes, once they have ended (waiting up to
+    `wait` seconds for each): those a job leaves when its fabric is never closed (or that a
+    test put there). Returns the names removed."""
     removed = []
     for pid in pids:
-        if Path(f"/proc/{pid}").exists():
+        if not _ended(pid, wait):
             continue
         for pattern in SHM_FILE_PATTERNS:
             for path in Path("/dev/shm").glob(pattern.format(pid=pid)):
@@ -226,6 +243,23 @@ def remove_shm_files(pids):
                 except FileNotFoundError:
                     pass
     return removed
+
+
+SHM_NAME_PID = re.compile(r"^(?:btl-ofi\.|strictmr\.)?(\d+)[.:]")
+
+
+def shm_names():
+    """The names in /dev/shm now (for remove_shm_files_since)."""
+    return {path.name for path in Path("/dev/shm").iterdir()}
+
+
+def remove_shm_files_since(before, wait=10):
+    """After a job whose ranks' ids are not known (a C program) and that may end without
+    closing its fabric (an abort): remove_shm_files for the processes named by the files that
+    appeared in /dev/shm since `before` (shm_names()), waiting up to `wait` seconds for each
+    (an aborted job's ranks may still be on their way out when mpirun returns)."""
+    pids = {int(m.group(1)) for name in shm_names() - before if (m := SHM_NAME_PID.match(name))}
+    return remove_shm_files(sorted(pids), wait)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,7 +1,11 @@
 """The launcher's own behaviour (no MPI): MCA parameters for every mpirun
-(--mca / BTL_OFI_TEST_MCA) and the output cap of run_argv."""
+(--mca / BTL_OFI_TEST_MCA), the output cap of run_argv, and the removal of the /dev/shm
+files an aborted job leaves."""
 
+import os
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -48,3 +52,20 @@ def test_quiet_run_is_kept_whole(tmp_path):
     run = launcher.run_argv([sys.executable, "-c", "print('a'); import sys; sys.exit(3)"], 60,
                             None, str(tmp_path), take_lock=False, max_output=1 << 20)
     assert (run.returncode, run.stdout, run.flooded) == (3, "a\n", False)
+
+
+def test_files_of_ended_processes_are_removed_and_live_ones_kept():
+    before = launcher.shm_names()
+    child = subprocess.Popen(["true"])
+    child.wait()
+    dead = Path(f"/dev/shm/btl-ofi.{child.pid}.0:0:0")
+    live = Path(f"/dev/shm/btl-ofi.{os.getpid()}.0:0:0")
+    try:
+        dead.write_bytes(b"")
+        live.write_bytes(b"")
+        removed = launcher.remove_shm_files_since(before, wait=0.2)
+        assert dead.name in removed and not dead.exists()
+        assert live.exists() and live.name not in removed
+    finally:
+        dead.unlink(missing_ok=True)
+        live.unlink(missing_ok=True)
