@@ -219,6 +219,8 @@ def _ended(pid, wait):
         fd = os.pidfd_open(pid)
     except ProcessLookupError:
         return True
+    except OSError:  # no pidfd here: no wait
+        return not Path(f"/proc/{pid}").exists()
     try:
         poller = select.poll()
         poller.register(fd, select.POLLIN)
