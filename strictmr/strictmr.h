@@ -150,6 +150,8 @@ struct strictmr_peer {
 int strictmr_ep_publish(struct strictmr_segment *seg, const void *name, size_t namelen,
                         const char *table_name, uint32_t ep_id);
 void strictmr_segment_unlink(struct strictmr_segment *seg);
+/* The provider's cleanup: unlinks every segment this process made and still names. */
+unsigned strictmr_segments_unlink_all(void);
 int strictmr_peer_resolve(struct strictmr_peer *peer, const void *name, size_t namelen);
 void strictmr_peer_release(struct strictmr_peer *peer);
 
@@ -325,7 +327,6 @@ int strictmr_engine_domain_open(struct strictmr_domain *dom);
 void strictmr_engine_domain_close(struct strictmr_domain *dom);
 /* The provider's cleanup (libfabric unloads it): stops the progress threads still running. */
 void strictmr_engine_cleanup(void);
-unsigned strictmr_segments_unlink_all(void);
 int strictmr_engine_cq_open(struct strictmr_cq *cq, const struct fi_cq_attr *attr, void *context);
 /* With the engine lock held. */
 void strictmr_engine_cq_close(struct strictmr_cq *cq);
