@@ -10,6 +10,7 @@ lines the ranks wrote.
 import contextlib
 import dataclasses
 import fcntl
+import fnmatch
 import functools
 import json
 import os
@@ -247,7 +248,9 @@ def remove_shm_files(pids, wait=0):
     return removed
 
 
-SHM_NAME_PID = re.compile(r"^(?:btl-ofi\.|strictmr\.)?(\d+)[.:]")
+# SHM_FILE_PATTERNS read back: the pid in a name of one of those shapes
+SHM_NAME_PIDS = [re.compile(fnmatch.translate(p.format(pid="PID")).replace("PID", r"(\d+)"))
+                 for p in SHM_FILE_PATTERNS]
 
 
 def shm_names():
@@ -260,7 +263,8 @@ def remove_shm_files_since(before, wait=10):
     closing its fabric (an abort): remove_shm_files for the processes named by the files that
     appeared in /dev/shm since `before` (shm_names()), waiting up to `wait` seconds for each
     (an aborted job's ranks may still be on their way out when mpirun returns)."""
-    pids = {int(m.group(1)) for name in shm_names() - before if (m := SHM_NAME_PID.match(name))}
+    pids = {int(m.group(1)) for name in shm_names() - before for r in SHM_NAME_PIDS
+            if (m := r.match(name))}
     return remove_shm_files(sorted(pids), wait)
 
 
