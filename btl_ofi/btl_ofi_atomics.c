@@ -342,13 +342,14 @@ static int mca_btl_ofi_emulate(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op,
 
 /* ---- entry points ------------------------------------------------------ */
 
-/* Checks and setup shared by the three entry points; *op is counted outstanding. */
+/* Checks and setup shared by the three entry points; *op is counted outstanding, and
+ * marked as waited for by await (NULL: a non-fetching atomic, not waited for). */
 static int mca_btl_ofi_atomic_begin(
     mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint, int flags,
     uint64_t remote_address, struct mca_btl_base_registration_handle_t *remote_handle,
     void *local_address, struct mca_btl_base_registration_handle_t *local_handle,
     mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata,
-    mca_btl_ofi_target_t *target, mca_btl_ofi_op_t **op)
+    mca_btl_ofi_await_t *await, mca_btl_ofi_target_t *target, mca_btl_ofi_op_t **op)
 {
     int dt = mca_btl_ofi_dt_index(flags);
     int rc = mca_btl_ofi_remote_target(rail, endpoint, remote_handle, remote_address,
@@ -365,6 +366,7 @@ static int mca_btl_ofi_atomic_begin(
     if (OPAL_UNLIKELY(NULL == *op)) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
+    mca_btl_ofi_await_mark(await, *op);
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_ATOMICS, 1);
     if (rail->config.count_local) {
         mca_btl_ofi_count(MCA_BTL_OFI_CNT_LOCAL_ATOMICS, 1);
@@ -384,7 +386,7 @@ static int mca_btl_ofi_atomic(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endp
                               struct mca_btl_base_registration_handle_t *remote_handle,
                               mca_btl_base_atomic_op_t mca_op, uint64_t operand, int flags,
                               mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
-                              void *cbdata)
+                              void *cbdata, mca_btl_ofi_await_t *await)
 {
     const bool fetching = NULL != local_address;
     const bool as_fetch = fetching || rail->atomics.nofetch_as_fetch;
@@ -397,8 +399,8 @@ static int mca_btl_ofi_atomic(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endp
         return OPAL_ERR_BAD_PARAM;
     }
     rc = mca_btl_ofi_atomic_begin(rail, endpoint, flags, remote_address, remote_handle,
-                                  local_address, local_handle, cbfunc, cbcontext, cbdata, &target,
-                                  &op);
+                                  local_address, local_handle, cbfunc, cbcontext, cbdata, await,
+                                  &target, &op);
     if (OPAL_SUCCESS != rc) {
         return (int)rc;
     }
@@ -445,7 +447,7 @@ int mca_btl_ofi_rail_aop(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_
                          mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
     return mca_btl_ofi_atomic(rail, endpoint, NULL, remote_address, NULL, remote_handle, op,
-                              operand, flags, cbfunc, cbcontext, cbdata);
+                              operand, flags, cbfunc, cbcontext, cbdata, NULL);
 }
 
 int mca_btl_ofi_rail_afop(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
@@ -455,19 +457,24 @@ int mca_btl_ofi_rail_afop(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint
                           mca_btl_base_atomic_op_t op, uint64_t operand, int flags,
                           mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
+    mca_btl_ofi_await_t await = {.done = false, .op = NULL};
+
     if (OPAL_UNLIKELY(NULL == local_address)) {
         return OPAL_ERR_BAD_PARAM;
     }
-    return mca_btl_ofi_atomic(rail, endpoint, local_address, remote_address, local_handle,
-                              remote_handle, op, operand, flags, cbfunc, cbcontext, cbdata);
+    return mca_btl_ofi_op_await(rail, &await,
+                                mca_btl_ofi_atomic(rail, endpoint, local_address, remote_address,
+                                                   local_handle, remote_handle, op, operand, flags,
+                                                   cbfunc, cbcontext, cbdata, &await));
 }
 
-int mca_btl_ofi_rail_acswap(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
-                            void *local_address, uint64_t remote_address,
-                            struct mca_btl_base_registration_handle_t *local_handle,
-                            struct mca_btl_base_registration_handle_t *remote_handle,
-                            uint64_t compare, uint64_t value, int flags,
-                            mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+static int mca_btl_ofi_cswap(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
+                             void *local_address, uint64_t remote_address,
+                             struct mca_btl_base_registration_handle_t *local_handle,
+                             struct mca_btl_base_registration_handle_t *remote_handle,
+                             uint64_t compare, uint64_t value, int flags,
+                             mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                             void *cbdata, mca_btl_ofi_await_t *await)
 {
     const int dt = mca_btl_ofi_dt_index(flags & MCA_BTL_ATOMIC_FLAG_32BIT);
     mca_btl_ofi_target_t target;
@@ -479,8 +486,8 @@ int mca_btl_ofi_rail_acswap(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoi
         return OPAL_ERR_BAD_PARAM;
     }
     rc = mca_btl_ofi_atomic_begin(rail, endpoint, flags, remote_address, remote_handle,
-                                  local_address, local_handle, cbfunc, cbcontext, cbdata, &target,
-                                  &op);
+                                  local_address, local_handle, cbfunc, cbcontext, cbdata, await,
+                                  &target, &op);
     if (OPAL_SUCCESS != rc) {
         return (int)rc;
     }
@@ -502,4 +509,19 @@ int mca_btl_ofi_rail_acswap(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoi
                            op->words_desc, local_address, desc, endpoint->peer_addr, target.addr,
                            target.key, mca_btl_ofi_atomic_dt[dt], FI_CSWAP, &op->fi_ctx);
     return mca_btl_ofi_post_result(rail, op, rc, "fi_compare_atomic");
+}
+
+int mca_btl_ofi_rail_acswap(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
+                            void *local_address, uint64_t remote_address,
+                            struct mca_btl_base_registration_handle_t *local_handle,
+                            struct mca_btl_base_registration_handle_t *remote_handle,
+                            uint64_t compare, uint64_t value, int flags,
+                            mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+{
+    mca_btl_ofi_await_t await = {.done = false, .op = NULL};
+
+    return mca_btl_ofi_op_await(rail, &await,
+                                mca_btl_ofi_cswap(rail, endpoint, local_address, remote_address,
+                                                  local_handle, remote_handle, compare, value,
+                                                  flags, cbfunc, cbcontext, cbdata, &await));
 }

@@ -63,6 +63,9 @@ struct mca_btl_ofi_op_t {
      *  this one is on it */
     struct mca_btl_ofi_op_t *posted_prev, *posted_next;
     bool listed;
+    /** a fetching atomic its poster waits for inside the call (mca_btl_ofi_op_await): set
+     *  true when it finishes; else NULL */
+    bool *awaited;
 };
 OBJ_CLASS_DECLARATION(mca_btl_ofi_op_t);
 

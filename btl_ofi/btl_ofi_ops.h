@@ -151,6 +151,32 @@ int mca_btl_ofi_rail_progress(mca_btl_ofi_rail_t *rail);
 int mca_btl_ofi_progress_wait(mca_btl_ofi_rail_t *rail);
 
 /**
+ * A fetching atomic waited for inside its call. osc/rdma waits for every fetching atomic
+ * right after posting it, through opal_progress, whose passes also run every other
+ * component's progress and, once btl/tcp holds a connection, poll Open MPI's event library;
+ * reading the rails here instead takes those out of the round trip. The callback then runs
+ * before the call returns, as btl/vader's and btl/uct's can. Only where one thread at a time
+ * calls (not under opal_using_threads()), and for a bounded time, after which the operation
+ * completes through progress as any other.
+ */
+typedef struct mca_btl_ofi_await_t {
+    bool done;              /**< the operation finished */
+    mca_btl_ofi_op_t *op;   /**< the operation, once marked; NULL: not waited for */
+} mca_btl_ofi_await_t;
+
+/** Mark op, taken and not yet posted, as waited for by await (NULL: it is not). */
+static inline void mca_btl_ofi_await_mark(mca_btl_ofi_await_t *await, mca_btl_ofi_op_t *op)
+{
+    if (NULL != await && !opal_using_threads()) {
+        await->op = op;
+        op->awaited = &await->done;
+    }
+}
+
+/** Wait for await's operation, posted with result posted. @return posted */
+int mca_btl_ofi_op_await(mca_btl_ofi_rail_t *rail, mca_btl_ofi_await_t *await, int posted);
+
+/**
  * Park an operation whose next post met -FI_EAGAIN inside progress; the next
  * progress call runs repost(rail, op).
  */

@@ -18,6 +18,7 @@ enum mca_btl_ofi_counter_id_t {
     MCA_BTL_OFI_CNT_GET_BYTES,
     MCA_BTL_OFI_CNT_ATOMICS,
     MCA_BTL_OFI_CNT_ATOMICS_EMULATED,
+    MCA_BTL_OFI_CNT_ATOMICS_AWAITED, /**< fetching atomics finished inside their call */
     MCA_BTL_OFI_CNT_CQ_ENTRIES,
     MCA_BTL_OFI_CNT_CQ_ERRORS,
     MCA_BTL_OFI_CNT_FLUSHES,

@@ -58,3 +58,53 @@ def median_interval(values):
 def pair_intervals(by_round, a, b):
     """{row: (median_interval of a's paired ratios to b, the rounds in one mode)}."""
     return {k: (median_interval(v), len(v)) for k, v in same_mode_ratios(by_round, a, b).items()}
+
+
+# A value counts as the fast mode's when within this factor of the fastest value of the two
+# configurations: on tcp between host namespaces the modes are about 1.25x apart, inside
+# SAME_MODE, so the paired ratios mix them when the two configurations fell into different
+# modes in different rounds; medians per mode do not.
+MODE_SPLIT = 1.15
+
+
+def mode_medians(a_values, b_values, split=MODE_SPLIT):
+    """{"fast"|"slow": (n of a, median of a, n of b, median of b)} for two configurations'
+    values of one row, each mode holding values below / at least split x the least of all."""
+    cut = split * min(a_values + b_values)
+    out = {}
+    for mode, keep in (("fast", lambda v: v < cut), ("slow", lambda v: v >= cut)):
+        a, b = [v for v in a_values if keep(v)], [v for v in b_values if keep(v)]
+        out[mode] = (len(a), statistics.median(a) if a else None,
+                     len(b), statistics.median(b) if b else None)
+    return out
+
+
+def main(argv=None):
+    """paired.py RESULTS.json A B: compare.py's results, row by row, as A / B: the paired
+    median with its interval and rounds, then each mode's medians (MODE_SPLIT)."""
+    import argparse
+    import json
+
+    p = argparse.ArgumentParser(description=main.__doc__)
+    p.add_argument("results", help="results.json of compare.py")
+    p.add_argument("a", help="configuration, e.g. 'ours[tcp;ofi_rxm]'")
+    p.add_argument("b", help="configuration to divide by")
+    args = p.parse_args(argv)
+    with open(args.results, encoding="utf-8") as fh:
+        stats = json.load(fh)["stats"]
+    values = {(s["config"], (s["metric"], s["op"], s["size"])): s["values"] for s in stats}
+    by_round = {}
+    for (config, row), vals in values.items():
+        by_round.setdefault(config, {})[row] = dict(enumerate(vals))
+    for row, ((med, low, high), n) in sorted(pair_intervals(by_round, args.a, args.b).items()):
+        line = f"{row[0]} {row[1]} {row[2]}: {med:.3f} ({low:.3f}-{high:.3f}; {n})"
+        for mode, (na, ma, nb, mb) in mode_medians(values[(args.a, row)],
+                                                   values[(args.b, row)]).items():
+            ratio = f"{ma / mb:.3f}" if ma and mb else "-"
+            line += f"; {mode} {ratio} ({na} / {nb})"
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

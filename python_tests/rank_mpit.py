@@ -23,7 +23,7 @@ from mpi4py import MPI
 PREFIX = f"btl_{os.environ.get('BTL_OFI_COMPONENT') or 'ofi'}_"
 COUNTERS = tuple(PREFIX + name for name in (
     "put_count", "get_count", "put_bytes", "get_bytes", "atomic_count",
-    "atomic_emulated_count", "cq_entries", "cq_errors", "flush_count", "proof_reads",
+    "atomic_emulated_count", "atomics_awaited", "cq_entries", "cq_errors", "flush_count", "proof_reads",
     "registrations", "registrations_live", "post_eagain", "put_gathered", "put_batches",
     "put_batches_applied", "handles_stale", "handles_located", "locate_answers",
     "injected_faults", "rcache_hits", "rcache_misses", "rcache_invalidated", "rcache_evicted",

@@ -144,3 +144,23 @@ def test_compare_paired_table_from_runs():
     lines = compare.paired_lines(compare.by_round(runs), "ours[shm]", ["ours[shm]", "stock[shm]"])
     row = next(line for line in lines if line.startswith("| lat_us | put | 8 |"))
     assert row.startswith("| lat_us | put | 8 | 1.050 (1.050-1.050; 8) |"), row
+
+
+def test_mode_medians_split_what_the_paired_window_mixes():
+    """Modes 1.25x apart fall inside the paired window (2/3-3/2): a 0.95x configuration whose
+    runs fell in the slow mode where the other's fell in the fast one has a paired median
+    above 1, while paired.py's split by mode (MODE_SPLIT x the fastest value) gives 0.95 in
+    each mode, with the count of each."""
+    import statistics
+
+    import paired
+
+    a = [9.5] * 2 + [12.5 * 0.95] * 8       # 2 fast runs, 8 slow
+    b = [10.0] * 8 + [12.5] * 2             # 8 fast, 2 slow
+    assert statistics.median(x / y for x, y in zip(a, b)) > 1.0
+    split = paired.mode_medians(a, b)
+    assert (split["fast"][0], split["fast"][2], split["slow"][0], split["slow"][2]) == \
+        (2, 8, 8, 2)
+    for mode in ("fast", "slow"):
+        _, med_a, _, med_b = split[mode]
+        assert med_a / med_b == pytest.approx(0.95)
