@@ -71,6 +71,15 @@ def records(launch, kind):
                  lambda: [r for r in launch.records if r.get("type") == kind])
 
 
+def counter_totals(launch, names):
+    """{name: the counter's deltas summed over the launch's checks and ranks} (0 if none)."""
+    total = dict.fromkeys(names, 0)
+    for rec in records(launch, "check"):
+        for name in names:
+            total[name] += rec["deltas"].get(name, 0)
+    return total
+
+
 def selections(launch):
     """(provider, mr_mode bits, completion) per rank that selected our component."""
     return _memo(launch, "selections", lambda: _selections(launch))
@@ -157,10 +166,7 @@ def proof_of_path(launch, group=None):
         if wrong:
             reasons.append(f"selected provider {sorted(wrong)} instead of {group.provider}")
         reasons += _mr_mismatch(group, sel)
-    moved = {}
-    for rec in records(launch, "check"):
-        for k in TRAFFIC:
-            moved[k] = moved.get(k, 0) + rec["deltas"].get(k, 0)
+    moved = counter_totals(launch, TRAFFIC)
     if not any(moved.values()):
         reasons.append(f"{launcher.param('*')} put/get/atomic counters did not move during the "
                        f"checks")
@@ -293,12 +299,8 @@ def stale_handles_served(launch):
     must have asked their peer, every one of them must have been posted with
     the peer's answer (handles_located == handles_stale), and the peers must
     have answered at least as many questions (NOTES.txt section 3c)."""
-    total = {}
-    for rec in records(launch, "check"):
-        for name in ("handles_stale", "handles_located", "locate_answers"):
-            total[name] = total.get(name, 0) + rec["deltas"].get(name, 0)
-    stale, located, answers = (total[n] for n in ("handles_stale", "handles_located",
-                                                  "locate_answers"))
+    names = ("handles_stale", "handles_located", "locate_answers")
+    stale, located, answers = counter_totals(launch, names).values()
     if stale == 0:
         return (f"{launcher.param('handles_stale')} did not move: no access asked its peer, "
                 f"so the injected stale handles were not exercised")
@@ -314,13 +316,9 @@ def messages_served(launch):
     or None: both kinds must have been sent as messages, the targets must have
     applied at least as many as were sent (every callback waited for its answer),
     and none may have gone through the compare-and-swap loop (never mixed)."""
-    total = {}
-    for rec in records(launch, "check"):
-        for name in ("atomics_as_messages", "gets_as_messages", "messages_applied",
-                     "atomic_emulated_count"):
-            total[name] = total.get(name, 0) + rec["deltas"].get(name, 0)
-    atomics, gets, applied, emulated = (total.get(n, 0) for n in (
-        "atomics_as_messages", "gets_as_messages", "messages_applied", "atomic_emulated_count"))
+    atomics, gets, applied, emulated = counter_totals(launch, (
+        "atomics_as_messages", "gets_as_messages", "messages_applied",
+        "atomic_emulated_count")).values()
     if atomics == 0 or gets == 0:
         return (f"{launcher.param('atomics_as_messages')} = {atomics}, "
                 f"{launcher.param('gets_as_messages')} = {gets}: the message paths were not "

@@ -37,14 +37,6 @@ PLAN = ([matrix._rma("fop", "create_du8", "lock_exclusive", "int64", 1),
         + matrix.concurrency_checks()[:2])
 
 
-def _totals(launch, names):
-    total = dict.fromkeys(names, 0)
-    for rec in outcome.records(launch, "check"):
-        for name in names:
-            total[name] += rec["deltas"].get(name, 0)
-    return total
-
-
 def _selected_paths(launch):
     """(provider, atomics path, gets path) of every rank's 'selected provider' line."""
     return [(m["provider"], m["atomics"], m["gets"])
@@ -68,8 +60,9 @@ def test_provider_without_cas_served_by_messages(tmp_path, mpi_env_file):
     recs = outcome.records(launch, "check")
     assert [r["id"] for r in recs] == [c["id"] for c in PLAN]
     assert not [(r["id"], r["errors"]) for r in recs if r["errors"]]
-    total = _totals(launch, ("atomics_as_messages", "messages_applied", "atomic_emulated_count",
-                             "gets_as_messages", "get_count"))
+    total = outcome.counter_totals(launch, ("atomics_as_messages", "messages_applied",
+                                            "atomic_emulated_count", "gets_as_messages",
+                                            "get_count"))
     assert total["atomics_as_messages"] > 0, total
     assert total["messages_applied"] == total["atomics_as_messages"], total
     assert total["atomic_emulated_count"] == 0 and total["gets_as_messages"] == 0, total
@@ -158,7 +151,7 @@ def test_same_settings_with_delivery_serve(tmp_path, mpi_env_file):
                               ours={"gets": "messages"})
     assert launch.returncode == 0 and not outcome.our_messages(launch), launch.tail()
     assert _selected_paths(launch) == [("shm", "native", "messages")] * 2, launch.tail()
-    total = _totals(launch, ("gets_as_messages", "messages_applied"))
+    total = outcome.counter_totals(launch, ("gets_as_messages", "messages_applied"))
     assert total["gets_as_messages"] > 0 and total["messages_applied"] >= total["gets_as_messages"]
 
 
@@ -187,7 +180,7 @@ def test_refused_get_requests(provider, tmp_path, mpi_env_file):
     assert not launch.timed_out and launch.returncode == 0, launch.tail()
     recs = outcome.records(launch, "check")
     assert len(recs) == len(plan["checks"]), launch.tail()
-    total = _totals(launch, ("injected_faults", "refused_count", "gets_as_messages"))
+    total = outcome.counter_totals(launch, ("injected_faults", "refused_count", "gets_as_messages"))
     assert total["injected_faults"] > 0, total
     assert total["refused_count"] == total["injected_faults"], total
     for rec in recs:
@@ -216,8 +209,8 @@ def test_atomics_as_messages_with_read_proof(provider, tmp_path, mpi_env_file):
     recs = outcome.records(launch, "check")
     assert len(recs) == len(plan["checks"]), launch.tail()
     assert not [(r["id"], r["errors"][:2]) for r in recs if r["errors"]]
-    total = _totals(launch, ("atomics_as_messages", "messages_applied", "proof_reads",
-                             "atomic_emulated_count"))
+    total = outcome.counter_totals(launch, ("atomics_as_messages", "messages_applied",
+                                            "proof_reads", "atomic_emulated_count"))
     assert total["atomics_as_messages"] > 0 and total["proof_reads"] > 0, total
     assert total["messages_applied"] == total["atomics_as_messages"], total
     assert total["atomic_emulated_count"] == 0, total
@@ -308,8 +301,8 @@ def test_nic_lacking_atomics_or_read_is_served(core, limit, tmp_path, mpi_env_fi
     for spec in PLAN:
         outcome.judge_check(launch, group, spec).apply()
     assert _selected_paths(launch) == [(group.provider, atomics, gets)] * 2, launch.tail()
-    total = _totals(launch, ("atomics_as_messages", "gets_as_messages", "messages_applied",
-                             "atomic_emulated_count"))
+    total = outcome.counter_totals(launch, ("atomics_as_messages", "gets_as_messages",
+                                            "messages_applied", "atomic_emulated_count"))
     assert total["atomics_as_messages"] > 0 and total["atomic_emulated_count"] == 0, total
     assert (total["gets_as_messages"] > 0) == (gets == "messages"), total
     assert total["messages_applied"] == total["atomics_as_messages"] + total["gets_as_messages"]

@@ -39,11 +39,8 @@ def _launch(provider, variant, level, tmp_path):
     outcome.judge_group(launch, group, [c["id"] for c in PLAN]).apply()
     for spec in PLAN:
         outcome.judge_check(launch, group, spec).apply()
-    total = dict.fromkeys(("atomic_count", "atomics_awaited", "atomics_as_messages"), 0)
-    for rec in outcome.records(launch, "check"):
-        for name in total:
-            total[name] += rec["deltas"].get(name, 0)
-    return launch, total
+    return launch, outcome.counter_totals(
+        launch, ("atomic_count", "atomics_awaited", "atomics_as_messages"))
 
 
 @pytest.mark.parametrize("provider,variant", WHERE, ids=[f"{p}-{v}" for p, v in WHERE])
