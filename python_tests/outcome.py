@@ -238,7 +238,8 @@ def profile_problems(events, settings, one_at_a_time=False):
 
 def judge_strict(launch, group, where):
     """ofi_strictmr checked the launch's operations and found no violation (and, on a NIC
-    profile, every behaviour of the profile happened and nothing overran)."""
+    profile, every behaviour of the profile happened and nothing overran; a launch marked
+    one_at_a_time waits for each operation, see matrix.profile_events)."""
     report = strict_report(launch)
     if report is None:
         return Verdict("fail", f"{where}: ofi_strictmr wrote no report "
@@ -248,7 +249,8 @@ def judge_strict(launch, group, where):
         return Verdict("fail", f"{where}: ofi_strictmr checked {checked} operations and found "
                                f"violations {violations or 'none'}\n  {launch.command_line()}")
     if getattr(group, "profile", False):
-        problems = profile_problems(*strict_events(launch))
+        problems = profile_problems(*strict_events(launch),
+                                    one_at_a_time=getattr(launch, "one_at_a_time", False))
         if problems:
             return Verdict("fail", f"{where}: " + "; ".join(problems)
                            + f"\n  {launch.command_line()}")
