@@ -70,11 +70,10 @@ int mca_btl_ofi_locate_own(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoin
  * @retval OPAL_SUCCESS, OPAL_ERR_OUT_OF_RESOURCE (try again after progress) or
  *         OPAL_ERR_BAD_PARAM (refused; counted in btl_ofi_refused_count)
  */
-static inline int mca_btl_ofi_remote_target(const mca_btl_ofi_rail_t *rail,
-                                            struct mca_btl_base_endpoint_t *endpoint,
-                                            const struct mca_btl_base_registration_handle_t *remote,
-                                            uint64_t address, size_t size,
-                                            mca_btl_ofi_target_t *target)
+static inline __opal_attribute_always_inline__ int
+mca_btl_ofi_remote_target(const mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpoint_t *endpoint,
+                          const struct mca_btl_base_registration_handle_t *remote, uint64_t address,
+                          size_t size, mca_btl_ofi_target_t *target)
 {
     mca_btl_base_registration_handle_t handle;
     bool covered;

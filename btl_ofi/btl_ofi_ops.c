@@ -75,52 +75,9 @@ __attribute__((noinline)) bool mca_btl_ofi_inject_stale_call(void)
 }
 #endif
 
-/* The outstanding count: a locked instruction only where threads may share the rail
- * (opal_using_threads(), MPI_THREAD_MULTIPLE), as Open MPI's OPAL_THREAD_ADD_FETCH does; one
- * thread at a time (MPI's other levels) needs none, and one operation costs two fewer. */
-static inline void mca_btl_ofi_outstanding_add(mca_btl_ofi_rail_t *rail, int64_t n)
-{
-    if (opal_using_threads()) {
-        atomic_fetch_add(&rail->outstanding, n);
-    } else {
-        atomic_store_explicit(&rail->outstanding,
-                              atomic_load_explicit(&rail->outstanding, memory_order_relaxed) + n,
-                              memory_order_relaxed);
-    }
-}
-
-mca_btl_ofi_op_t *
-mca_btl_ofi_op_alloc(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_complete_fn_t complete,
-                     struct mca_btl_base_endpoint_t *endpoint, void *local_address,
-                     struct mca_btl_base_registration_handle_t *local_handle,
-                     mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
-{
-    mca_btl_ofi_op_t *op;
-
-    op = (mca_btl_ofi_op_t *)opal_free_list_get(&rail->ops);
-    if (OPAL_UNLIKELY(NULL == op)) {
-        return NULL;
-    }
-    op->complete = complete;
-    op->endpoint = endpoint;
-    op->local_address = local_address;
-    op->local_handle = local_handle;
-    op->cbfunc = cbfunc;
-    op->cbcontext = cbcontext;
-    op->cbdata = cbdata;
-    op->words->fetched = 0;
-    op->transient = NULL;
-    op->parent = NULL;
-    op->in_flight = NULL;
-    op->awaited = NULL;
-    if (rail->watch) {
-        mca_btl_ofi_fault_list(rail, op);
-    }
-    mca_btl_ofi_outstanding_add(rail, 1);
-    return op;
-}
-
-void mca_btl_ofi_op_release(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op)
+/* mca_btl_ofi_op_release, inlined where every completion passes (mca_btl_ofi_op_finish). */
+static inline __opal_attribute_always_inline__ void
+mca_btl_ofi_op_put_back(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op)
 {
     if (OPAL_UNLIKELY(NULL != op->transient)) {
         if (op->transient->cached) {
@@ -133,19 +90,21 @@ void mca_btl_ofi_op_release(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op)
     if (OPAL_UNLIKELY(NULL != op->in_flight)) {
         atomic_fetch_sub(op->in_flight, 1);
     }
-    if (op->listed) {
+    if (OPAL_UNLIKELY(op->listed)) {
         mca_btl_ofi_fault_unlist(rail, op);
     }
     opal_free_list_return(&rail->ops, &op->super);
     mca_btl_ofi_outstanding_add(rail, -1);
 }
 
-int mca_btl_ofi_post_result(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op, ssize_t rc,
-                            const char *what)
+void mca_btl_ofi_op_release(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op)
 {
-    if (OPAL_LIKELY(0 == rc)) {
-        return OPAL_SUCCESS;
-    }
+    mca_btl_ofi_op_put_back(rail, op);
+}
+
+int mca_btl_ofi_post_refused(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op, ssize_t rc,
+                             const char *what)
+{
     mca_btl_ofi_op_release(rail, op);
     if (-FI_EAGAIN == rc) {
         mca_btl_ofi_count(MCA_BTL_OFI_CNT_POST_EAGAIN, 1);
@@ -166,7 +125,7 @@ void mca_btl_ofi_op_finish(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op, int s
         op->cbfunc(rail->config.hooks.btl, op->endpoint, op->local_address, op->local_handle,
                    op->cbcontext, op->cbdata, status);
     }
-    mca_btl_ofi_op_release(rail, op);
+    mca_btl_ofi_op_put_back(rail, op);
 }
 
 /* Report a failed operation once per process with libfabric's own words. */

@@ -15,6 +15,7 @@
 
 #include "opal/class/opal_free_list.h"
 
+#include "btl_ofi_fault.h"
 #include "btl_ofi_mr.h"
 #include "btl_ofi_params.h"
 #include "btl_ofi_pvar.h"
@@ -107,17 +108,56 @@ static inline bool mca_btl_ofi_op_room(const mca_btl_ofi_rail_t *rail)
            atomic_load_explicit(&rail->outstanding, memory_order_relaxed) < rail->op_limit;
 }
 
+/* The outstanding count: a locked instruction only where threads may share the rail
+ * (opal_using_threads(), MPI_THREAD_MULTIPLE), as Open MPI's OPAL_THREAD_ADD_FETCH does; one
+ * thread at a time (MPI's other levels) needs none, and one operation costs two fewer. */
+static inline void mca_btl_ofi_outstanding_add(mca_btl_ofi_rail_t *rail, int64_t n)
+{
+    if (opal_using_threads()) {
+        atomic_fetch_add(&rail->outstanding, n);
+    } else {
+        atomic_store_explicit(&rail->outstanding,
+                              atomic_load_explicit(&rail->outstanding, memory_order_relaxed) + n,
+                              memory_order_relaxed);
+    }
+}
+
 /**
- * Take an operation context and count it as outstanding.
+ * Take an operation context and count it as outstanding. Inline: every put, get and
+ * atomic takes one.
  *
  * @param complete (IN) what progress runs when its completion arrives
  * @retval the context, or NULL when the free list is exhausted
  */
-mca_btl_ofi_op_t *
+static inline __opal_attribute_always_inline__ mca_btl_ofi_op_t *
 mca_btl_ofi_op_alloc(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_complete_fn_t complete,
                      struct mca_btl_base_endpoint_t *endpoint, void *local_address,
                      struct mca_btl_base_registration_handle_t *local_handle,
-                     mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+                     mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+{
+    mca_btl_ofi_op_t *op = (mca_btl_ofi_op_t *)opal_free_list_get(&rail->ops);
+
+    if (OPAL_UNLIKELY(NULL == op)) {
+        return NULL;
+    }
+    op->complete = complete;
+    op->endpoint = endpoint;
+    op->local_address = local_address;
+    op->local_handle = local_handle;
+    op->cbfunc = cbfunc;
+    op->cbcontext = cbcontext;
+    op->cbdata = cbdata;
+    op->words->fetched = 0;
+    op->transient = NULL;
+    op->parent = NULL;
+    op->in_flight = NULL;
+    op->awaited = NULL;
+    if (OPAL_UNLIKELY(rail->watch)) {
+        mca_btl_ofi_fault_list(rail, op);
+    }
+    mca_btl_ofi_outstanding_add(rail, 1);
+    return op;
+}
 
 /** Return an operation context that will not complete and uncount it. */
 void mca_btl_ofi_op_release(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op);
@@ -132,8 +172,14 @@ void mca_btl_ofi_op_finish(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op, int s
  * @retval OPAL_SUCCESS (queued), OPAL_ERR_OUT_OF_RESOURCE (-FI_EAGAIN: try again),
  *         OPAL_ERROR (the provider refused the operation)
  */
-int mca_btl_ofi_post_result(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op, ssize_t rc,
-                            const char *what);
+int mca_btl_ofi_post_refused(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op, ssize_t rc,
+                             const char *what);
+
+static inline int mca_btl_ofi_post_result(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op,
+                                          ssize_t rc, const char *what)
+{
+    return OPAL_LIKELY(0 == rc) ? OPAL_SUCCESS : mca_btl_ofi_post_refused(rail, op, rc, what);
+}
 
 /** Read up to one batch of CQ entries and run their completion handlers. Nothing on a
  *  rail whose NIC failed (btl_ofi_fault.c). */
@@ -160,8 +206,8 @@ int mca_btl_ofi_progress_wait(mca_btl_ofi_rail_t *rail);
  * completes through progress as any other.
  */
 typedef struct mca_btl_ofi_await_t {
-    bool done;              /**< the operation finished */
-    mca_btl_ofi_op_t *op;   /**< the operation, once marked; NULL: not waited for */
+    bool done;            /**< the operation finished */
+    mca_btl_ofi_op_t *op; /**< the operation, once marked; NULL: not waited for */
 } mca_btl_ofi_await_t;
 
 /** Mark op, taken and not yet posted, as waited for by await (NULL: it is not). */

@@ -86,11 +86,20 @@ extern __thread mca_btl_ofi_counter_block_t *mca_btl_ofi_thread_counters
  *  memory (the shared part counts then). */
 mca_btl_ofi_counter_block_t *mca_btl_ofi_counters_join(void);
 
-static inline void mca_btl_ofi_count(enum mca_btl_ofi_counter_id_t id, uint64_t n)
+/** This thread's block (NULL where none could be made: then the shared part counts). One
+ *  read of the thread pointer, for a caller that counts several things. */
+static inline mca_btl_ofi_counter_block_t *mca_btl_ofi_counters_mine(void)
 {
     mca_btl_ofi_counter_block_t *mine = mca_btl_ofi_thread_counters;
 
-    if (OPAL_UNLIKELY(NULL == mine) && NULL == (mine = mca_btl_ofi_counters_join())) {
+    return OPAL_LIKELY(NULL != mine) ? mine : mca_btl_ofi_counters_join();
+}
+
+/** Count n in id, in mine (mca_btl_ofi_counters_mine() of this thread). */
+static inline void mca_btl_ofi_count_in(mca_btl_ofi_counter_block_t *mine,
+                                        enum mca_btl_ofi_counter_id_t id, uint64_t n)
+{
+    if (OPAL_UNLIKELY(NULL == mine)) {
         atomic_fetch_add_explicit(&mca_btl_ofi_counters[id], n, memory_order_relaxed);
         return;
     }
@@ -98,6 +107,11 @@ static inline void mca_btl_ofi_count(enum mca_btl_ofi_counter_id_t id, uint64_t 
     atomic_store_explicit(&mine->value[id],
                           atomic_load_explicit(&mine->value[id], memory_order_relaxed) + n,
                           memory_order_relaxed);
+}
+
+static inline void mca_btl_ofi_count(enum mca_btl_ofi_counter_id_t id, uint64_t n)
+{
+    mca_btl_ofi_count_in(mca_btl_ofi_counters_mine(), id, n);
 }
 
 /** Take back n of a counter (levels that go down: registrations, peers); any thread. */

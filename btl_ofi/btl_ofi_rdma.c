@@ -77,7 +77,7 @@ static const mca_btl_ofi_rma_kind_t mca_btl_ofi_get_kind = {
 
 /* The context of a put or get, or NULL (no room, or none left: OUT_OF_RESOURCE). tracked: a
  * put that coalescing counts as in flight to its peer, released with the operation. */
-static inline mca_btl_ofi_op_t *
+static inline __opal_attribute_always_inline__ mca_btl_ofi_op_t *
 mca_btl_ofi_rma_op(mca_btl_ofi_rail_t *rail, bool unproven, bool tracked,
                    struct mca_btl_base_endpoint_t *endpoint, void *local_address,
                    struct mca_btl_base_registration_handle_t *local_handle,
@@ -124,25 +124,28 @@ static inline int mca_btl_ofi_rma_post(mca_btl_ofi_rail_t *rail, const mca_btl_o
                         key, &op->fi_ctx);
     rc = mca_btl_ofi_post_result(rail, op, posted, kind->name);
     if (OPAL_SUCCESS == rc) {
+        mca_btl_ofi_counter_block_t *mine;
+
         if (unproven) {
             mca_btl_ofi_put_proof_post(rail, op);
         }
-        mca_btl_ofi_count(kind->ops_counter, 1);
-        mca_btl_ofi_count(kind->bytes_counter, size);
+        mine = mca_btl_ofi_counters_mine();
+        mca_btl_ofi_count_in(mine, kind->ops_counter, 1);
+        mca_btl_ofi_count_in(mine, kind->bytes_counter, size);
         if (rail->config.count_local) {
-            mca_btl_ofi_count(kind->local_counter, 1);
+            mca_btl_ofi_count_in(mine, kind->local_counter, 1);
         }
     }
     return rc;
 }
 
-/* The one path for put and get. */
-static int mca_btl_ofi_rma(mca_btl_ofi_rail_t *rail, const mca_btl_ofi_rma_kind_t *kind,
-                           size_t limit, struct mca_btl_base_endpoint_t *endpoint,
-                           void *local_address, uint64_t remote_address,
-                           struct mca_btl_base_registration_handle_t *local_handle,
-                           struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
-                           mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+/* The one path for put and get, inlined into each so that kind is a constant. */
+static inline __opal_attribute_always_inline__ int
+mca_btl_ofi_rma(mca_btl_ofi_rail_t *rail, const mca_btl_ofi_rma_kind_t *kind, size_t limit,
+                struct mca_btl_base_endpoint_t *endpoint, void *local_address,
+                uint64_t remote_address, struct mca_btl_base_registration_handle_t *local_handle,
+                struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
     /* A put without delivery-complete is done only once a read proves it landed. */
     const bool unproven = kind->writes && rail->prove_remote;

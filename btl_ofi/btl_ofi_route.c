@@ -120,14 +120,15 @@ int mca_btl_ofi_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
 /* ---- operations ------------------------------------------------------------ */
 
 /* A put or a get: to the rail of its peer, with that rail's handle; split over the NICs
- * when it is large and the peer is reached through several. */
-static int mca_btl_ofi_route_rma(mca_btl_ofi_rail_rma_fn_t rma, mca_btl_ofi_module_t *module,
-                                 struct mca_btl_base_endpoint_t *endpoint, void *local_address,
-                                 uint64_t remote_address,
-                                 struct mca_btl_base_registration_handle_t *local_handle,
-                                 struct mca_btl_base_registration_handle_t *remote_handle,
-                                 size_t size, mca_btl_base_rdma_completion_fn_t cbfunc,
-                                 void *cbcontext, void *cbdata)
+ * when it is large and the peer is reached through several. Inlined into put and get, which
+ * then call their rail function directly. */
+static inline __opal_attribute_always_inline__ int
+mca_btl_ofi_route_rma(mca_btl_ofi_rail_rma_fn_t rma, mca_btl_ofi_module_t *module,
+                      struct mca_btl_base_endpoint_t *endpoint, void *local_address,
+                      uint64_t remote_address,
+                      struct mca_btl_base_registration_handle_t *local_handle,
+                      struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                      mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
     /* no endpoint: the network rail refuses it, counted (mca_btl_ofi_remote_target) */
     mca_btl_ofi_rail_t *rail = NULL == endpoint ? module->network : endpoint->rail;
