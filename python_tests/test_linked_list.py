@@ -72,10 +72,13 @@ def _plan(attach):
 
 
 @functools.lru_cache(maxsize=None)
-def _launch(provider, name):
+def _launch(provider, name, tmp_root):
+    """One launch per provider and name, in the session's launch directory (pytest's
+    temporary tree, which it prunes)."""
     nranks, attach, ours = LAUNCHES[name]
-    return launcher.run_mpi(nranks, _plan(attach), 300, provider=provider,
-                            workdir=tempfile.mkdtemp(prefix="linked-list-"), ours=ours)
+    workdir = tempfile.mkdtemp(prefix="linked-list-", dir=tmp_root)
+    return launcher.run_mpi(nranks, _plan(attach), 300, provider=provider, workdir=workdir,
+                            ours=ours)
 
 
 def _group(provider, name):
@@ -102,7 +105,7 @@ def test_linked_list_launch(provider, name, launches):
     """The launch ran to the end through btl-ofi; with injected stale handles,
     every access that asked its peer was posted with the answer."""
     _served(launches, provider)
-    launch = _launch(provider, name)
+    launch = _launch(provider, name, launches.tmp_root)
     ids = [c["id"] for c in _plan(LAUNCHES[name][1])["checks"]]
     outcome.judge_group(launch, _group(provider, name), ids).apply()
 
@@ -115,7 +118,7 @@ def test_linked_list(provider, name, alloc, link, sync, launches, capsys):
     _served(launches, provider)
     nranks, attach, _ = LAUNCHES[name]
     spec = _spec(alloc, link, sync, attach)
-    launch = _launch(provider, name)
+    launch = _launch(provider, name, launches.tmp_root)
     rec = {r["id"]: r for r in outcome.records(launch, "check")}.get(spec["id"])
     if rec is None:
         pytest.fail(f"{provider} {name}: {spec['id']} not reported (exit {launch.returncode}"
