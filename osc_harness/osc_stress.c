@@ -39,7 +39,7 @@
 
 #include "harness_core.h"
 #include "ofi_pvars.h"
-#include "osc_stress.h"
+#include "osc_stress_shared.h"
 
 /* ---- windows, epochs, flavors ------------------------------------------------------------- */
 

@@ -1,5 +1,5 @@
-/* osc_stress: the checker, windows and fetched values against the model (see osc_stress.h). */
-#include "osc_stress.h"
+/* osc_stress: the checker, windows and fetched values against the model (osc_stress_shared.h). */
+#include "osc_stress_shared.h"
 
 #include <inttypes.h>
 #include <stdio.h>

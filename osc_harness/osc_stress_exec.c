@@ -1,5 +1,5 @@
-/* osc_stress: issuing this rank's part of a phase's plan (see osc_stress.h). */
-#include "osc_stress.h"
+/* osc_stress: issuing this rank's part of a phase's plan (see osc_stress_shared.h). */
+#include "osc_stress_shared.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
-/* osc_stress: the model, element arithmetic and window contents (see osc_stress.h). */
-#include "osc_stress.h"
+/* osc_stress: the model, element arithmetic and window contents (see osc_stress_shared.h). */
+#include "osc_stress_shared.h"
 
 #include <inttypes.h>
 #include <stdio.h>

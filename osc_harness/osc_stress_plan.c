@@ -1,5 +1,5 @@
-/* osc_stress: the generators of a phase's plan (see osc_stress.h). */
-#include "osc_stress.h"
+/* osc_stress: the generators of a phase's plan (see osc_stress_shared.h). */
+#include "osc_stress_shared.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -7,8 +7,8 @@
  *   osc_stress_check.c  the checker: windows and fetched values against the model
  *   osc_stress.c        windows, epochs and flavors, options, the report, main
  */
-#ifndef OSC_HARNESS_OSC_STRESS_H
-#define OSC_HARNESS_OSC_STRESS_H
+#ifndef OSC_HARNESS_OSC_STRESS_SHARED_H
+#define OSC_HARNESS_OSC_STRESS_SHARED_H
 
 #include <mpi.h>
 #include <stdbool.h>
