@@ -200,7 +200,11 @@ struct strictmr_av {
     atomic_int refs;
 };
 
-struct strictmr_cq_error;
+/* An error completion this provider raised (strictmr_cq_error.c). */
+struct strictmr_cq_error {
+    struct strictmr_cq_error *next;
+    struct fi_cq_err_entry entry;
+};
 
 struct strictmr_cq {
     struct fid_cq cq;
@@ -258,6 +262,8 @@ extern struct fi_ops_msg strictmr_msg_ops;
 extern struct fi_ops_tagged strictmr_tagged_ops;
 
 int strictmr_core_info(const struct fi_info *info, struct fi_info **core);
+/* strictmr_core_info for one of our infos, asking the core nothing the engine itself adds. */
+int strictmr_engine_core_info(const struct fi_info *info, struct fi_info **core);
 /* Strips ";ofi_strictmr" (or all of "ofi_strictmr") from a provider name; NULL if nothing is
  * left. The result is malloc'd. */
 char *strictmr_core_prov_name(const char *prov_name);
@@ -268,6 +274,9 @@ struct strictmr_ep *strictmr_ep_of(struct fid *fid);
 struct strictmr_peer *strictmr_av_peer(struct strictmr_av *av, fi_addr_t addr);
 /* Queues an error completion this provider raised. */
 int strictmr_cq_raise(struct strictmr_cq *cq, void *context, uint64_t flags, int err);
+bool strictmr_cq_has_errors(struct strictmr_cq *cq);
+/* The oldest raised error, off the queue (the caller frees it), or NULL. */
+struct strictmr_cq_error *strictmr_cq_pop_error(struct strictmr_cq *cq);
 
 /* ---------------------------------------------------------------- engine */
 /*
@@ -279,6 +288,9 @@ int strictmr_cq_raise(struct strictmr_cq *cq, void *context, uint64_t flags, int
 struct strictmr_engine_domain;
 struct strictmr_engine_cq;
 struct strictmr_engine_ep;
+
+/* A CQ's entries when neither the caller nor FI_OFI_STRICTMR_CQ_SIZE bounds it. */
+#define STRICTMR_CQ_DEFAULT_ENTRIES 8192
 
 enum strictmr_post_kind {
     STRICTMR_POST_SEND,
@@ -311,7 +323,6 @@ struct strictmr_post {
     void *context;
 };
 
-void strictmr_engine_params(void);
 bool strictmr_engine_on(void);
 void strictmr_engine_shape_info(struct fi_info *info);
 /* The domain's engine lock, for control calls into core objects the progress thread may be
@@ -320,8 +331,6 @@ void strictmr_engine_lock(struct strictmr_domain *dom);
 void strictmr_engine_unlock(struct strictmr_domain *dom);
 /* What the engine itself adds (progress, queue sizes) taken out of hints for the core. */
 void strictmr_engine_core_hints(struct fi_info *asked);
-/* strictmr_core_info for one of our infos, asking the core nothing the engine itself adds. */
-int strictmr_engine_core_info(const struct fi_info *info, struct fi_info **core);
 bool strictmr_engine_hints_ok(const struct fi_info *hints);
 int strictmr_engine_domain_open(struct strictmr_domain *dom);
 void strictmr_engine_domain_close(struct strictmr_domain *dom);
@@ -441,7 +450,7 @@ void strictmr_device_params(void);
 /* The PCI address FI_OFI_STRICTMR_NIC_PCI gives info's domain, as its nic; 0 or -FI_ENOMEM. */
 int strictmr_device_info(struct fi_info *info);
 bool strictmr_nic_hints_accept(const struct fi_info *hints);
-/* strictmr_xfer.c: counts an operation the emulated NIC lacks, logs why; returns err (< 0). */
+/* strictmr_nic.c: counts an operation the emulated NIC lacks, logs why; returns err (< 0). */
 int strictmr_nic_refuse(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A post of op moving len bytes with these flags (FI_INJECT, completion levels): 0 or refused. */
 int strictmr_nic_post(enum strictmr_op op, size_t len, uint64_t flags);

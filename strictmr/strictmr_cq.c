@@ -1,19 +1,14 @@
 /*
  * ofi_strictmr completion queue: the core's, plus a queue of the error
- * completions this provider raises for violations. Operation contexts are the
- * caller's own (the core gets them unchanged), so entries need no translation.
- * While our queue holds an error, reads return -FI_EAVAIL and fi_cq_readerr
- * returns ours before the core's.
+ * completions this provider raises for violations (strictmr_cq_error.c).
+ * Operation contexts are the caller's own (the core gets them unchanged), so
+ * entries need no translation. While our queue holds an error, reads return
+ * -FI_EAVAIL and fi_cq_readerr returns ours before the core's.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "strictmr.h"
-
-struct strictmr_cq_error {
-    struct strictmr_cq_error *next;
-    struct fi_cq_err_entry entry;
-};
 
 static struct fi_ops cq_fid_ops;
 
@@ -23,54 +18,6 @@ struct strictmr_cq *strictmr_cq_of(struct fid *fid)
                                           : NULL;
 }
 
-int strictmr_cq_raise(struct strictmr_cq *cq, void *context, uint64_t flags, int err)
-{
-    struct strictmr_cq_error *e = calloc(1, sizeof(*e));
-
-    if (!e) {
-        return -FI_ENOMEM;
-    }
-    e->entry.op_context = context;
-    e->entry.flags = flags;
-    e->entry.err = err;
-    e->entry.prov_errno = err;
-    pthread_mutex_lock(&cq->lock);
-    if (cq->tail) {
-        cq->tail->next = e;
-    } else {
-        cq->head = e;
-    }
-    cq->tail = e;
-    pthread_mutex_unlock(&cq->lock);
-    return 0;
-}
-
-static bool has_errors(struct strictmr_cq *cq)
-{
-    bool pending;
-
-    pthread_mutex_lock(&cq->lock);
-    pending = cq->head != NULL;
-    pthread_mutex_unlock(&cq->lock);
-    return pending;
-}
-
-static struct strictmr_cq_error *pop_error(struct strictmr_cq *cq)
-{
-    struct strictmr_cq_error *e;
-
-    pthread_mutex_lock(&cq->lock);
-    e = cq->head;
-    if (e) {
-        cq->head = e->next;
-        if (!cq->head) {
-            cq->tail = NULL;
-        }
-    }
-    pthread_mutex_unlock(&cq->lock);
-    return e;
-}
-
 #define CQ_OF(cq_fid) strictmr_container(cq_fid, struct strictmr_cq, cq)
 
 /* With the NIC data path on (cq->engine), entries come from its ring (strictmr_engine.c). */
@@ -78,7 +25,7 @@ static ssize_t cq_read(struct fid_cq *cq_fid, void *buf, size_t count)
 {
     struct strictmr_cq *cq = CQ_OF(cq_fid);
 
-    if (has_errors(cq)) {
+    if (strictmr_cq_has_errors(cq)) {
         return -FI_EAVAIL;
     }
     return cq->engine ? strictmr_engine_cq_read(cq, buf, count, NULL, 0)
@@ -89,7 +36,7 @@ static ssize_t cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count, fi_ad
 {
     struct strictmr_cq *cq = CQ_OF(cq_fid);
 
-    if (has_errors(cq)) {
+    if (strictmr_cq_has_errors(cq)) {
         return -FI_EAVAIL;
     }
     return cq->engine ? strictmr_engine_cq_read(cq, buf, count, src_addr, 0)
@@ -101,7 +48,7 @@ static ssize_t cq_sread(struct fid_cq *cq_fid, void *buf, size_t count, const vo
 {
     struct strictmr_cq *cq = CQ_OF(cq_fid);
 
-    if (has_errors(cq)) {
+    if (strictmr_cq_has_errors(cq)) {
         return -FI_EAVAIL;
     }
     return cq->engine ? strictmr_engine_cq_read(cq, buf, count, NULL, timeout)
@@ -113,7 +60,7 @@ static ssize_t cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count, fi_a
 {
     struct strictmr_cq *cq = CQ_OF(cq_fid);
 
-    if (has_errors(cq)) {
+    if (strictmr_cq_has_errors(cq)) {
         return -FI_EAVAIL;
     }
     return cq->engine ? strictmr_engine_cq_read(cq, buf, count, src_addr, timeout)
@@ -124,7 +71,7 @@ static ssize_t cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count, fi_a
 static ssize_t cq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf, uint64_t flags)
 {
     struct strictmr_cq *cq = CQ_OF(cq_fid);
-    struct strictmr_cq_error *e = pop_error(cq);
+    struct strictmr_cq_error *e = strictmr_cq_pop_error(cq);
     void *err_data = buf->err_data;
 
     if (!e) {
@@ -189,7 +136,7 @@ static int cq_close(struct fid *fid)
     if (ret) {
         return ret;
     }
-    while ((e = pop_error(cq))) {
+    while ((e = strictmr_cq_pop_error(cq))) {
         free(e);
     }
     pthread_mutex_destroy(&cq->lock);

@@ -27,8 +27,6 @@
 #include "strictmr.h"
 
 #define ENGINE_MAGIC 0x53544d52454e4731ULL
-#define WINDOW_MAX 1024
-#define CQ_DEFAULT_ENTRIES 8192 /* the ring when neither the caller nor cq_size bounds it */
 #define REAP_BATCH 16
 
 struct engine_rec {
@@ -92,97 +90,6 @@ struct strictmr_engine_domain {
     struct strictmr_engine_cq *cqs;
     struct engine_rec live; /* list head */
 };
-
-/* ---------------------------------------------------------------- params */
-/* Largest progress delay and queue size a variable may ask for. */
-#define PROGRESS_US_MAX 10000000ULL
-#define QUEUE_MAX (1ULL << 24)
-
-/* FI_OFI_STRICTMR_PROGRESS_US: "none" (no thread, even if the profile has one) or a delay;
- * read apart from strictmr_read_number for its one word. true unless unreadable. */
-static bool read_progress(long *out)
-{
-    char *text = NULL;
-    unsigned long long v;
-
-    if (!fi_param_get_str(&strictmr_prov, "progress_us", &text) && text &&
-        !strcmp(text, "none")) {
-        *out = -1;
-        return true;
-    }
-    switch (strictmr_read_number("progress_us", "PROGRESS_US", 0, PROGRESS_US_MAX, &v)) {
-    case 1:
-        *out = (long)v;
-        return true;
-    case 0:
-        return true;
-    default:
-        return false;
-    }
-}
-
-/* A size: 0 is the core's (or the caller's) own. true unless unreadable. */
-static bool read_size(const char *name, const char *variable, size_t *out)
-{
-    unsigned long long v;
-    int got = strictmr_read_number(name, variable, 0, QUEUE_MAX, &v);
-
-    if (got > 0) {
-        *out = (size_t)v;
-    }
-    return got >= 0;
-}
-
-void strictmr_engine_params(void)
-{
-    struct strictmr_behaviour *nic = &strictmr_config.nic;
-    unsigned long long v;
-    bool ok = true;
-
-    /* All strings, read by strictmr_read_number: "4x" is refused, never read as 4. */
-    fi_param_define(&strictmr_prov, "reorder", FI_PARAM_STRING,
-                    "1: hand RMA and atomics to the core, and their completions to the caller, "
-                    "in a permuted order; 0: in order (default: 0)");
-    fi_param_define(&strictmr_prov, "reorder_window", FI_PARAM_STRING,
-                    "operations held per endpoint before they are released, 1..%d (default: 8)",
-                    WINDOW_MAX);
-    fi_param_define(&strictmr_prov, "progress_us", FI_PARAM_STRING,
-                    "0..%llu: a progress thread per domain runs every so many microseconds; "
-                    "none: no thread (default: none)",
-                    PROGRESS_US_MAX);
-    fi_param_define(&strictmr_prov, "tx_size", FI_PARAM_STRING,
-                    "transmit operations outstanding per endpoint, 0..%llu (default 0: the "
-                    "core's)",
-                    QUEUE_MAX);
-    fi_param_define(&strictmr_prov, "rx_size", FI_PARAM_STRING,
-                    "receives posted per endpoint, 0..%llu (default 0: the core's)", QUEUE_MAX);
-    fi_param_define(&strictmr_prov, "cq_size", FI_PARAM_STRING,
-                    "entries a CQ holds, 0..%llu (default 0: the caller's size, or %d)",
-                    QUEUE_MAX, CQ_DEFAULT_ENTRIES);
-    switch (strictmr_read_number("reorder", "REORDER", 0, 1, &v)) {
-    case 1:
-        nic->reorder = v != 0;
-        break;
-    case -1:
-        ok = false;
-        break;
-    }
-    switch (strictmr_read_number("reorder_window", "REORDER_WINDOW", 1, WINDOW_MAX, &v)) {
-    case 1:
-        nic->reorder_window = (unsigned)v;
-        break;
-    case -1:
-        ok = false;
-        break;
-    }
-    ok = read_progress(&nic->progress_us) && ok;
-    ok = read_size("tx_size", "TX_SIZE", &nic->tx_size) && ok;
-    ok = read_size("rx_size", "RX_SIZE", &nic->rx_size) && ok;
-    ok = read_size("cq_size", "CQ_SIZE", &nic->cq_size) && ok;
-    if (!ok) {
-        strictmr_config.valid = false;
-    }
-}
 
 bool strictmr_engine_on(void)
 {
@@ -248,29 +155,6 @@ void strictmr_engine_core_hints(struct fi_info *asked)
     if (strictmr_config.nic.rx_size) {
         asked->rx_attr->size = 0;
     }
-}
-
-int strictmr_engine_core_info(const struct fi_info *info, struct fi_info **core)
-{
-    struct fi_info *asked;
-    int ret;
-
-    if (!strictmr_engine_on() || !info) {
-        return strictmr_core_info(info, core);
-    }
-    asked = fi_dupinfo(info);
-    if (!asked) {
-        return -FI_ENOMEM;
-    }
-    strictmr_engine_core_hints(asked);
-    if (strictmr_config.nic.progress_us >= 0) {
-        /* our thread calls the core beside the caller's threads, whatever the caller
-         * promised about its own: the AV and MR calls do not take the engine lock */
-        asked->domain_attr->threading = FI_THREAD_SAFE;
-    }
-    ret = strictmr_core_info(asked, core);
-    fi_freeinfo(asked);
-    return ret;
 }
 
 void strictmr_engine_lock(struct strictmr_domain *dom)
@@ -806,7 +690,7 @@ int strictmr_engine_cq_open(struct strictmr_cq *cq, const struct fi_cq_attr *att
     struct strictmr_engine_domain *d = cq->domain->engine;
     struct strictmr_engine_cq *ecq;
     struct fi_cq_attr core_attr = *attr;
-    size_t cap = attr->size ? attr->size : CQ_DEFAULT_ENTRIES;
+    size_t cap = attr->size ? attr->size : STRICTMR_CQ_DEFAULT_ENTRIES;
     int ret;
 
     switch (attr->format) {

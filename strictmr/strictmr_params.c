@@ -1,8 +1,9 @@
 /*
  * ofi_strictmr parameters: FI_OFI_STRICTMR_MR_MODE, _KEY_SIZE and _REPORT,
  * the NIC behaviours (completion levels, atomics, size limits, write-only,
- * registration cost and limit) and the profiles that set several at once,
- * all defined with fi_param_define so that fi_info -e lists them.
+ * registration cost and limit), those of the NIC data path (reordering,
+ * progress, queue sizes) and the profiles that set several at once, all
+ * defined with fi_param_define so that fi_info -e lists them.
  */
 #include <errno.h>
 #include <limits.h>
@@ -337,6 +338,99 @@ static void define_behaviours(void)
                     "no limit)");
 }
 
+/* ---------------------------------------------------------------- NIC data path */
+/* The variables of the engine's behaviours (strictmr_engine.c): reordering, own progress, tight
+ * queues. Largest reorder window, progress delay and queue size a variable may ask for. */
+#define WINDOW_MAX 1024
+#define PROGRESS_US_MAX 10000000ULL
+#define QUEUE_MAX (1ULL << 24)
+
+/* FI_OFI_STRICTMR_PROGRESS_US: "none" (no thread, even if the profile has one) or a delay;
+ * read apart from strictmr_read_number for its one word. true unless unreadable. */
+static bool read_progress(long *out)
+{
+    char *text = NULL;
+    unsigned long long v;
+
+    if (!fi_param_get_str(&strictmr_prov, "progress_us", &text) && text && !strcmp(text, "none")) {
+        *out = -1;
+        return true;
+    }
+    switch (strictmr_read_number("progress_us", "PROGRESS_US", 0, PROGRESS_US_MAX, &v)) {
+    case 1:
+        *out = (long)v;
+        return true;
+    case 0:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* A size: 0 is the core's (or the caller's) own. true unless unreadable. */
+static bool read_size(const char *name, const char *variable, size_t *out)
+{
+    unsigned long long v;
+    int got = strictmr_read_number(name, variable, 0, QUEUE_MAX, &v);
+
+    if (got > 0) {
+        *out = (size_t)v;
+    }
+    return got >= 0;
+}
+
+/* Read after this file's behaviours, so that each overrides the profile's too. */
+static void engine_params(void)
+{
+    struct strictmr_behaviour *nic = &strictmr_config.nic;
+    unsigned long long v;
+    bool ok = true;
+
+    /* All strings, read by strictmr_read_number: "4x" is refused, never read as 4. */
+    fi_param_define(&strictmr_prov, "reorder", FI_PARAM_STRING,
+                    "1: hand RMA and atomics to the core, and their completions to the caller, "
+                    "in a permuted order; 0: in order (default: 0)");
+    fi_param_define(&strictmr_prov, "reorder_window", FI_PARAM_STRING,
+                    "operations held per endpoint before they are released, 1..%d (default: 8)",
+                    WINDOW_MAX);
+    fi_param_define(&strictmr_prov, "progress_us", FI_PARAM_STRING,
+                    "0..%llu: a progress thread per domain runs every so many microseconds; "
+                    "none: no thread (default: none)",
+                    PROGRESS_US_MAX);
+    fi_param_define(&strictmr_prov, "tx_size", FI_PARAM_STRING,
+                    "transmit operations outstanding per endpoint, 0..%llu (default 0: the "
+                    "core's)",
+                    QUEUE_MAX);
+    fi_param_define(&strictmr_prov, "rx_size", FI_PARAM_STRING,
+                    "receives posted per endpoint, 0..%llu (default 0: the core's)", QUEUE_MAX);
+    fi_param_define(&strictmr_prov, "cq_size", FI_PARAM_STRING,
+                    "entries a CQ holds, 0..%llu (default 0: the caller's size, or %d)", QUEUE_MAX,
+                    STRICTMR_CQ_DEFAULT_ENTRIES);
+    switch (strictmr_read_number("reorder", "REORDER", 0, 1, &v)) {
+    case 1:
+        nic->reorder = v != 0;
+        break;
+    case -1:
+        ok = false;
+        break;
+    }
+    switch (strictmr_read_number("reorder_window", "REORDER_WINDOW", 1, WINDOW_MAX, &v)) {
+    case 1:
+        nic->reorder_window = (unsigned)v;
+        break;
+    case -1:
+        ok = false;
+        break;
+    }
+    ok = read_progress(&nic->progress_us) && ok;
+    ok = read_size("tx_size", "TX_SIZE", &nic->tx_size) && ok;
+    ok = read_size("rx_size", "RX_SIZE", &nic->rx_size) && ok;
+    ok = read_size("cq_size", "CQ_SIZE", &nic->cq_size) && ok;
+    if (!ok) {
+        strictmr_config.valid = false;
+    }
+}
+
 bool strictmr_nic_has_atomics(void)
 {
     /* under nic every atomic offered fetches, which a write-only NIC cannot */
@@ -364,7 +458,7 @@ void strictmr_params_init(void)
     if (fi_param_get_str(&strictmr_prov, "report", &strictmr_config.report_path)) {
         strictmr_config.report_path = NULL;
     }
-    strictmr_engine_params();
+    engine_params();
     strictmr_device_params();
 }
 

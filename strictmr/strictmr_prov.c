@@ -296,6 +296,31 @@ int strictmr_core_info(const struct fi_info *info, struct fi_info **core)
     return 0;
 }
 
+/* The core info behind one of our infos for fi_domain: the core is asked nothing the engine
+ * itself adds (strictmr_engine_core_hints). */
+int strictmr_engine_core_info(const struct fi_info *info, struct fi_info **core)
+{
+    struct fi_info *asked;
+    int ret;
+
+    if (!strictmr_engine_on() || !info) {
+        return strictmr_core_info(info, core);
+    }
+    asked = fi_dupinfo(info);
+    if (!asked) {
+        return -FI_ENOMEM;
+    }
+    strictmr_engine_core_hints(asked);
+    if (strictmr_config.nic.progress_us >= 0) {
+        /* our thread calls the core beside the caller's threads, whatever the caller
+         * promised about its own: the AV and MR calls do not take the engine lock */
+        asked->domain_attr->threading = FI_THREAD_SAFE;
+    }
+    ret = strictmr_core_info(asked, core);
+    fi_freeinfo(asked);
+    return ret;
+}
+
 __attribute__((visibility("default"))) struct fi_provider *fi_prov_ini(void)
 {
     strictmr_params_init();
