@@ -261,8 +261,7 @@ extern struct fi_ops_atomic strictmr_atomic_ops;
 extern struct fi_ops_msg strictmr_msg_ops;
 extern struct fi_ops_tagged strictmr_tagged_ops;
 
-int strictmr_core_info(const struct fi_info *info, struct fi_info **core);
-/* strictmr_core_info for one of our infos, asking the core nothing the engine itself adds. */
+/* The core info behind one of our infos, asking the core nothing the engine itself adds. */
 int strictmr_engine_core_info(const struct fi_info *info, struct fi_info **core);
 /* Strips ";ofi_strictmr" (or all of "ofi_strictmr") from a provider name; NULL if nothing is
  * left. The result is malloc'd. */

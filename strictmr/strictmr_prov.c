@@ -273,7 +273,7 @@ int strictmr_getinfo(uint32_t version, const char *node, const char *service, ui
 }
 
 /* Asks libfabric again for the core info behind one of our infos. */
-int strictmr_core_info(const struct fi_info *info, struct fi_info **core)
+static int strictmr_core_info(const struct fi_info *info, struct fi_info **core)
 {
     struct fi_info *hints = core_hints(info), *found = NULL;
     int ret;
