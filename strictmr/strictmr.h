@@ -279,7 +279,7 @@ struct strictmr_cq_error *strictmr_cq_pop_error(struct strictmr_cq *cq);
 
 /* ---------------------------------------------------------------- engine */
 /*
- * The NIC data path (strictmr_engine.c): reordering, own progress, tight queues.
+ * The NIC data path (strictmr_engine*.c): reordering, own progress, tight queues.
  * Used only when one of them is on (strictmr_engine_on); then every post of an
  * endpoint goes through strictmr_engine_post and every CQ read through the
  * engine's completion ring.

@@ -135,7 +135,7 @@ static struct fi_ops av_fid_ops = {
 #define AV_CORE(av_fid) (AV_OF(av_fid)->core)
 
 /*
- * Inserts and removals take the engine's lock (strictmr_engine.c) when it runs: its
+ * Inserts and removals take the engine's lock (strictmr_engine_domain.c) when it runs: its
  * progress thread reads the core's CQs, and the core's AV is part of what they touch.
  */
 static int av_insert(struct fid_av *av, const void *addr, size_t count, fi_addr_t *fi_addr,

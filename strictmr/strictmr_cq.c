@@ -20,7 +20,7 @@ struct strictmr_cq *strictmr_cq_of(struct fid *fid)
 
 #define CQ_OF(cq_fid) strictmr_container(cq_fid, struct strictmr_cq, cq)
 
-/* With the NIC data path on (cq->engine), entries come from its ring (strictmr_engine.c). */
+/* With the NIC data path on (cq->engine), entries come from its ring (strictmr_engine_cq.c). */
 static ssize_t cq_read(struct fid_cq *cq_fid, void *buf, size_t count)
 {
     struct strictmr_cq *cq = CQ_OF(cq_fid);
