@@ -165,6 +165,10 @@ void mca_btl_ofi_op_release(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op);
 /** The plain completion handler: run the caller's callback, release the operation. */
 void mca_btl_ofi_op_finish(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op, int status);
 
+/** mca_btl_ofi_post_result's path for a post that failed (rc != 0): out of line. */
+int mca_btl_ofi_post_refused(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op, ssize_t rc,
+                             const char *what);
+
 /**
  * Turn a libfabric posting result into the BTL return contract, releasing
  * the operation when it was not posted.
@@ -172,9 +176,6 @@ void mca_btl_ofi_op_finish(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op, int s
  * @retval OPAL_SUCCESS (queued), OPAL_ERR_OUT_OF_RESOURCE (-FI_EAGAIN: try again),
  *         OPAL_ERROR (the provider refused the operation)
  */
-int mca_btl_ofi_post_refused(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op, ssize_t rc,
-                             const char *what);
-
 static inline int mca_btl_ofi_post_result(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op,
                                           ssize_t rc, const char *what)
 {
