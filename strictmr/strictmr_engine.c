@@ -355,17 +355,18 @@ ssize_t strictmr_engine_post(struct strictmr_ep *ep, const struct strictmr_post 
     bool rx = p->kind == STRICTMR_POST_RECV;
     bool hold = strictmr_config.nic.reorder && p->kind != STRICTMR_POST_SEND && !rx;
     size_t limit = rx ? strictmr_config.nic.rx_size : strictmr_config.nic.tx_size;
-    uint64_t flags = p->op_flags ? (eep->op_flags[rx] | p->flags) & ~(FI_TRANSMIT | FI_RECV)
-                                 : p->flags;
+    uint64_t flags;
     struct engine_rec *r;
     ssize_t ret = 0;
 
+    pthread_mutex_lock(&d->lock); /* fi_control(FI_SETOPSFLAG) may be setting op_flags */
+    flags = p->op_flags ? (eep->op_flags[rx] | p->flags) & ~(FI_TRANSMIT | FI_RECV) : p->flags;
     if (flags & FI_MULTI_RECV) {
+        pthread_mutex_unlock(&d->lock);
         FI_WARN(&strictmr_prov, FI_LOG_EP_DATA,
                 "FI_MULTI_RECV is not served with the NIC data path on\n");
         return -FI_EINVAL;
     }
-    pthread_mutex_lock(&d->lock);
     if (limit && eep->outstanding[rx] >= limit) {
         strictmr_event(rx ? STRICTMR_EV_RX_EAGAIN : STRICTMR_EV_TX_EAGAIN, 1);
         pthread_mutex_unlock(&d->lock);
