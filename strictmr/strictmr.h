@@ -343,12 +343,16 @@ ssize_t strictmr_engine_cq_read(struct strictmr_cq *cq, void *buf, size_t count,
 ssize_t strictmr_engine_cq_readerr(struct strictmr_cq *cq, struct fi_cq_err_entry *buf,
                                    uint64_t flags);
 int strictmr_engine_ep_open(struct strictmr_ep *ep, const struct fi_info *info);
-/* Before the core bind: takes FI_SELECTIVE_COMPLETION off *flags (the engine counts every
- * core completion and drops the unwanted ones itself). */
-void strictmr_engine_ep_bind_cq(struct strictmr_ep *ep, uint64_t *flags);
+/* The core is bound without FI_SELECTIVE_COMPLETION (the engine counts every core completion
+ * and drops the unwanted ones itself); once the core's bind succeeded, this records the
+ * caller's flags (lock held). */
+void strictmr_engine_ep_bind_cq(struct strictmr_ep *ep, uint64_t flags);
 /* An endpoint was enabled: the progress thread may read its CQs from now on (lock held). */
 void strictmr_engine_ep_enabled(struct strictmr_ep *ep);
-void strictmr_engine_ep_set_op_flags(struct strictmr_ep *ep, uint64_t flags);
+/* fi_control(FI_SETOPSFLAG / FI_GETOPSFLAG, set or not): the engine keeps the endpoint's
+ * operation flags (it hands the core each operation's flags). *flags names FI_TRANSMIT or
+ * FI_RECV, not both (fi_endpoint(3)); anything else gets -FI_EINVAL and changes nothing. */
+int strictmr_engine_ep_op_flags(struct strictmr_ep *ep, bool set, uint64_t *flags);
 /* With the engine lock held. */
 void strictmr_engine_ep_close(struct strictmr_ep *ep);
 ssize_t strictmr_engine_size_left(struct strictmr_ep *ep, bool rx);

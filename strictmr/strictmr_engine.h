@@ -15,13 +15,12 @@
  *   strictmr_engine_ep_enabled holds it (strictmr_engine_lock), around the core's close or
  *   enable too.
  * - An endpoint's op_flags are set at open, before it is on the list, then under the domain's
- *   lock: strictmr_engine_ep_set_op_flags writes them (fi_control FI_SETOPSFLAG, which a
- *   FI_THREAD_SAFE caller may make while another thread posts on the endpoint) and
- *   strictmr_engine_post reads them.
- * - An endpoint's selective is written by strictmr_engine_ep_bind_cq without the lock and
- *   read by strictmr_engine_post under it, and by nothing else (not the progress thread).
- *   fi_endpoint(3) has CQs bound before fi_enable and data posted only after it, so a bind
- *   never runs beside a post; ep_enable (strictmr_ep.c) takes the lock between them.
+ *   lock: strictmr_engine_ep_op_flags writes and reads them (fi_control FI_SETOPSFLAG and
+ *   FI_GETOPSFLAG, which a FI_THREAD_SAFE caller may make while another thread posts on the
+ *   endpoint) and strictmr_engine_post reads them.
+ * - An endpoint's selective is written by strictmr_engine_ep_bind_cq once the core's bind
+ *   succeeded, with the lock held (bind_cq in strictmr_ep.c holds it around both), and read
+ *   by strictmr_engine_post under it, and by nothing else (not the progress thread).
  * - threads_lock (strictmr_engine_domain.c) guards threads_running and each domain's next_running.
  * - Set once and not under a lock: what an endpoint or CQ has before it goes on its domain's
  *   list (ep, cq, format, cap, ring); a domain's thread and thread_on, which its open and

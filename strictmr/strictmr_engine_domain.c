@@ -195,29 +195,37 @@ void strictmr_engine_ep_enabled(struct strictmr_ep *ep)
     }
 }
 
-void strictmr_engine_ep_bind_cq(struct strictmr_ep *ep, uint64_t *flags)
+void strictmr_engine_ep_bind_cq(struct strictmr_ep *ep, uint64_t flags)
 {
-    if (*flags & FI_TRANSMIT) {
-        ep->engine->selective[0] = (*flags & FI_SELECTIVE_COMPLETION) != 0;
-    }
-    if (*flags & FI_RECV) {
-        ep->engine->selective[1] = (*flags & FI_SELECTIVE_COMPLETION) != 0;
-    }
-    *flags &= ~FI_SELECTIVE_COMPLETION;
-}
-
-void strictmr_engine_ep_set_op_flags(struct strictmr_ep *ep, uint64_t flags)
-{
-    struct strictmr_engine_domain *d = ep->domain->engine;
-
-    pthread_mutex_lock(&d->lock);
     if (flags & FI_TRANSMIT) {
-        ep->engine->op_flags[0] = flags & ~FI_TRANSMIT;
+        ep->engine->selective[0] = (flags & FI_SELECTIVE_COMPLETION) != 0;
     }
     if (flags & FI_RECV) {
-        ep->engine->op_flags[1] = flags & ~FI_RECV;
+        ep->engine->selective[1] = (flags & FI_SELECTIVE_COMPLETION) != 0;
+    }
+}
+
+int strictmr_engine_ep_op_flags(struct strictmr_ep *ep, bool set, uint64_t *flags)
+{
+    struct strictmr_engine_domain *d = ep->domain->engine;
+    uint64_t dir = flags ? *flags & (FI_TRANSMIT | FI_RECV) : 0;
+    bool rx = dir == FI_RECV;
+
+    if (dir != FI_TRANSMIT && dir != FI_RECV) {
+        FI_WARN(&strictmr_prov, FI_LOG_EP_CTRL,
+                "endpoint %u: fi_control(%s) %s: refused, nothing changed\n", ep->id,
+                set ? "FI_SETOPSFLAG" : "FI_GETOPSFLAG",
+                !flags ? "without flags" : "naming not exactly one of FI_TRANSMIT, FI_RECV");
+        return -FI_EINVAL;
+    }
+    pthread_mutex_lock(&d->lock);
+    if (set) {
+        ep->engine->op_flags[rx] = *flags & ~dir;
+    } else {
+        *flags = ep->engine->op_flags[rx];
     }
     pthread_mutex_unlock(&d->lock);
+    return 0;
 }
 
 /* Before the core endpoint closes: what is still held is cancelled, the rest forgets it. */

@@ -75,14 +75,14 @@ static void cq_take(struct strictmr_cq **slot, struct strictmr_cq *cq)
 
 static int bind_cq(struct strictmr_ep *ep, struct strictmr_cq *cq, uint64_t flags)
 {
-    uint64_t core_flags = flags;
+    uint64_t core_flags = ep->engine ? flags & ~FI_SELECTIVE_COMPLETION : flags;
     int ret;
 
-    if (ep->engine) {
-        strictmr_engine_ep_bind_cq(ep, &core_flags);
-    }
     strictmr_engine_lock(ep->domain);
     ret = fi_ep_bind(ep->core, &cq->core->fid, core_flags);
+    if (!ret && ep->engine) {
+        strictmr_engine_ep_bind_cq(ep, flags); /* a refused bind changes nothing */
+    }
     strictmr_engine_unlock(ep->domain);
     if (ret) {
         return ret;
@@ -183,11 +183,12 @@ static int ep_control(struct fid *fid, int command, void *arg)
         return ep_enable(ep);
     case FI_ALIAS:
         return -FI_ENOSYS;
+    case FI_GETOPSFLAG:
     case FI_SETOPSFLAG:
-        if (ep->engine && arg) {
-            strictmr_engine_ep_set_op_flags(ep, *(uint64_t *)arg);
-        }
-        return fi_control(&ep->core->fid, command, arg);
+        /* the NIC data path keeps the flags and serves both itself: it hands the core each
+         * operation's flags (and shm answers -FI_ENOSYS); without it, the core keeps them */
+        return ep->engine ? strictmr_engine_ep_op_flags(ep, command == FI_SETOPSFLAG, arg)
+                          : fi_control(&ep->core->fid, command, arg);
     default:
         return fi_control(&ep->core->fid, command, arg);
     }

@@ -5,11 +5,12 @@ Each run gets FI_OFI_STRICTMR_MR_MODE / _KEY_SIZE from the matrix and a report
 file; the run must pass all its cases, and the report line it leaves must show
 checks performed and exactly the violations the negative cases provoked.
 Then strictmr_engine_test runs each NIC data-path row (ENGINE_ROWS: reordering,
-own progress, tight queues) over every provider, each report line showing the
-row's events moved or not; and strictmr_caps_test runs each NIC capability row
-(NIC_ROWS, the profiles, BAD_VALUE_ROWS): its checks must pass, and its report
-line must show the events it provoked, exactly, with every event the row
-exists for moved, and the profile and behaviour settings in effect.
+own progress, tight queues, fi_control and binds) over every provider, each
+report line showing the row's events moved or not; and strictmr_caps_test runs
+each NIC capability row (NIC_ROWS, the profiles, BAD_VALUE_ROWS): its checks
+must pass, and its report line must show the events it provoked, exactly, with
+every event the row exists for moved, and the profile and behaviour settings in
+effect.
 Exit status: 0 when every run did, 1 otherwise.
 """
 import argparse
@@ -53,6 +54,8 @@ ENGINE_ROWS = [
     ("txq", {"TX_SIZE": "4"}, None, {"tx_eagain": "+"}),
     ("rxq", {"RX_SIZE": "4"}, None, {"rx_eagain": "+"}),
     ("cqfull", {"CQ_SIZE": "4", "PROGRESS_US": "100"}, None, {"cq_full": "+"}),
+    # TX_SIZE turns the engine on: it keeps an endpoint's selective completion and op_flags
+    ("control", {"TX_SIZE": "32"}, None, {"tx_eagain": "0"}),
 ]
 
 # NIC capabilities (issue 25): (label, variables, strictmr_caps_test arguments, events that
