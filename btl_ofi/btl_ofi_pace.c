@@ -13,9 +13,10 @@
 
 /* An idle paced rail's CQ (a network rail beside others with nothing of this process's own in
  * flight on it) is left unread for btl_ofi_idle_poll_ratio times what a quiet read of it costs, so
- * those reads take at most 1/(ratio + 1) of a loop that waits, whatever one costs (a poll system
- * call on tcp, a memory read on a NIC). A peer's operation that waits for this process's
- * progress (tcp;ofi_rxm applies them at the target, and says nothing to it) makes the read
+ * those reads take at most 1/(ratio + 1) of a loop that waits (a poll system call on tcp, a
+ * memory read on a NIC), while one costs under MCA_BTL_OFI_IDLE_READ_MAX_NS / ratio. A peer's
+ * operation that waits for this process's progress (tcp;ofi_rxm applies them at the target, and
+ * says nothing to it) makes the read
  * that serves it cost MCA_BTL_OFI_IDLE_READ_BUSY times a quiet one or more (it receives
  * and answers): every pass reads it then, until MCA_BTL_OFI_IDLE_READ_EAGER quiet reads'
  * time goes by with nothing more. What a quiet read costs is the least a read cost lately:
@@ -24,7 +25,8 @@
  * grown for good is learnt within some hundred reads. MCA_BTL_OFI_IDLE_READ_MAX_NS bounds
  * that pause. While the rail read at every pass beside it (the node-local one) is at work
  * (operations of this process's own in flight on it, or a read of it that served an on-node peer
- * within MCA_BTL_OFI_IDLE_READ_EAGER of its quiet reads' time, told the same way) the pause is
+ * within MCA_BTL_OFI_IDLE_READ_EAGER of its quiet reads' time, told the same way: a target's read
+ * that applies a small operation costs less than that, and goes unseen) the pause is
  * btl_ofi_local_busy_poll_us instead (default 20 us): an on-node operation takes a
  * microsecond or so, and a network read in its wait, on either side, costs it more than
  * the read's own time. The clock is read at every pass that may skip
