@@ -65,19 +65,32 @@ static int bind_av(struct strictmr_ep *ep, struct strictmr_av *av, uint64_t flag
     return ret;
 }
 
+/* The direction's slot is empty: bind_cq refused a second CQ before the core was asked. */
 static void cq_take(struct strictmr_cq **slot, struct strictmr_cq *cq)
 {
-    if (!*slot) {
-        *slot = cq;
-        atomic_fetch_add(&cq->refs, 1);
-    }
+    *slot = cq;
+    atomic_fetch_add(&cq->refs, 1);
 }
 
+/* One CQ per direction (fi_endpoint(3)). A second for a direction that has one is refused
+ * before the core is asked, as libfabric's own providers refuse it (-FI_EINVAL): a core that
+ * took it (sockets does) would disagree with the endpoint on its CQs, and closing the first
+ * would then get -FI_EBUSY. */
 static int bind_cq(struct strictmr_ep *ep, struct strictmr_cq *cq, uint64_t flags)
 {
     uint64_t core_flags = ep->engine ? flags & ~FI_SELECTIVE_COMPLETION : flags;
+    bool tx_bound = (flags & FI_TRANSMIT) && ep->tx_cq, rx_bound = (flags & FI_RECV) && ep->rx_cq;
     int ret;
 
+    if (tx_bound || rx_bound) {
+        FI_WARN(&strictmr_prov, FI_LOG_EP_CTRL,
+                "endpoint %u: a CQ is bound for %s already: a second refused, nothing changed\n",
+                ep->id,
+                tx_bound && rx_bound ? "FI_TRANSMIT and FI_RECV"
+                : tx_bound           ? "FI_TRANSMIT"
+                                     : "FI_RECV");
+        return -FI_EINVAL;
+    }
     strictmr_engine_lock(ep->domain);
     ret = fi_ep_bind(ep->core, &cq->core->fid, core_flags);
     if (!ret && ep->engine) {

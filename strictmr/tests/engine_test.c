@@ -15,29 +15,34 @@
  *   txq           tx_size posts succeed, the next gets -FI_EAGAIN; after reading, posts work
  *   rxq           the same for receives
  *   cqfull        more completions than the CQ holds: counted as CQ_FULL, none lost
- *   control       a CQ bind the core refuses leaves selective completion as it was;
- *                 FI_SETOPSFLAG's FI_COMPLETION makes plain writes complete, FI_GETOPSFLAG
- *                 reads it back, and a malformed FI_SETOPSFLAG gets -FI_EINVAL, changing nothing
- * Exit: 0 passed, 1 failed, 77 the provider is not here.
+ *   control       a CQ bind the core refuses takes no direction; a second bind, refused,
+ *                 leaves selective completion as it was; FI_SETOPSFLAG's FI_COMPLETION makes
+ *                 plain writes complete, FI_GETOPSFLAG reads it back, and a malformed
+ *                 FI_SETOPSFLAG gets -FI_EINVAL, changing nothing
+ *   rebind        a second CQ bound for a direction that has one gets -FI_EINVAL; the first
+ *                 CQ still completes both directions and closes cleanly (pass-through)
+ *   rebind_engine the same with the NIC data path on (TX_SIZE set)
+ * control and rebind are in engine_control.c. Exit: 0 passed, 1 failed, 77 the provider is not
+ * here.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "fixture.h"
+#include "engine_test.h"
 
 #define ROUNDS 40
 #define K 8
-#define BOUND_MS 3000
 
-static struct fixture fx;
-static uint64_t *tbuf, *lbuf, *sbuf, *rbuf;
-static struct fid_mr *tmr, *lmr, *smr, *rmr;
-static uint64_t tkey, tbase;
+struct fixture fx;
+uint64_t *tbuf, *lbuf, *sbuf, *rbuf;
+struct fid_mr *tmr, *lmr, *smr, *rmr;
+uint64_t tkey;
+static uint64_t tbase;
 static int failures;
 
-static void check(bool ok, const char *what)
+void check(bool ok, const char *what)
 {
     printf("%s %s\n", ok ? "PASS" : "FAIL", what);
     if (!ok)
@@ -87,13 +92,12 @@ static int setup(void)
     return ret;
 }
 
-static uint64_t taddr(size_t word)
+uint64_t taddr(size_t word)
 {
     return tbase + word * sizeof(uint64_t);
 }
 
-/* One completion from cq, driving other (NULL: nobody else) by reading its CQ. */
-static int take_cq(struct fid_cq *cq, struct side *other, void **context, long bound_ms)
+int take_cq(struct fid_cq *cq, struct side *other, void **context, long bound_ms)
 {
     struct fi_cq_data_entry e, discard;
     struct fi_cq_err_entry err = {0};
@@ -446,103 +450,6 @@ static void cqfull(void)
     check(got == N && !errors, "cqfull: every write completed exactly once: none lost");
 }
 
-/* ---------------------------------------------------------------- control */
-/* A plain write (flags 0: fi_write, the endpoint's operation flags apply) or a writemsg with
- * flags, from an endpoint of a's on its own CQ, retried while the core says -FI_EAGAIN. */
-static int control_write(struct fid_ep *ep, struct fid_cq *cq, uint64_t flags, void *context)
-{
-    struct iovec iov = {.iov_base = &lbuf[40], .iov_len = sizeof(uint64_t)};
-    struct fi_rma_iov rma = {.addr = taddr(40), .len = sizeof(uint64_t), .key = tkey};
-    void *desc = fi_mr_desc(lmr);
-    struct fi_msg_rma msg = {.msg_iov = &iov, .desc = &desc, .iov_count = 1, .addr = fx.a.peer,
-                             .rma_iov = &rma, .rma_iov_count = 1, .context = context};
-    struct fi_cq_data_entry discard;
-    ssize_t ret = -FI_EAGAIN;
-
-    for (int tries = 100000; ret == -FI_EAGAIN && tries--;) {
-        ret = flags ? fi_writemsg(ep, &msg, flags)
-                    : fi_write(ep, &lbuf[40], sizeof(uint64_t), desc, fx.a.peer, taddr(40), tkey,
-                               context);
-        (void)fi_cq_read(cq, &discard, 0);
-        fixture_progress(&fx);
-    }
-    return (int)ret;
-}
-
-/* Takes completions from cq until want's; counts those of unwanted. */
-static bool control_until(struct fid_cq *cq, void *want, void *unwanted, int *seen)
-{
-    void *c = NULL;
-
-    while (!take_cq(cq, &fx.b, &c, BOUND_MS)) {
-        *seen += c == unwanted;
-        if (c == want)
-            return true;
-    }
-    return false;
-}
-
-static int opsflag(struct fid_ep *ep, int command, uint64_t flags, uint64_t *out)
-{
-    int ret = fi_control(&ep->fid, command, &flags);
-
-    *out = flags;
-    return ret;
-}
-
-/* Plain writes of an endpoint bound with FI_SELECTIVE_COMPLETION complete only once
- * FI_COMPLETION is among its operation flags. */
-static void control_ep(struct fid_ep *ep, struct fid_cq *cq)
-{
-    /* a flag no CQ bind takes, which every core refuses (sockets would take a second CQ) */
-    int plain, asked, later, seen = 0, ret = fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_WRITE);
-    uint64_t flags = 0, bad[] = {FI_COMPLETION, FI_TRANSMIT | FI_RECV};
-
-    printf("INFO control: binding the transmit CQ with FI_WRITE -> %s\n", fi_strerror(-ret));
-    check(ret && !(ret = fi_enable(ep)), "control: a bind the core refuses fails, the endpoint "
-                                         "enables");
-    ret = control_write(ep, cq, 0, &plain) || control_write(ep, cq, FI_COMPLETION, &asked);
-    check(!ret && control_until(cq, &asked, &plain, &seen) && !seen,
-          "control: after the refused bind, only the write asking FI_COMPLETION completes");
-    check(!opsflag(ep, FI_SETOPSFLAG, FI_TRANSMIT | FI_COMPLETION, &flags) &&
-              !opsflag(ep, FI_GETOPSFLAG, FI_TRANSMIT, &flags) && flags == FI_COMPLETION,
-          "control: FI_SETOPSFLAG FI_TRANSMIT|FI_COMPLETION; FI_GETOPSFLAG reads FI_COMPLETION");
-    check(!control_write(ep, cq, 0, &later) && control_until(cq, &later, &plain, &seen),
-          "control: with FI_COMPLETION among the operation flags, a plain write completes");
-    ret = fi_control(&ep->fid, FI_SETOPSFLAG, NULL) == -FI_EINVAL;
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-        ret &= opsflag(ep, FI_SETOPSFLAG, bad[i], &flags) == -FI_EINVAL;
-    check(ret && !opsflag(ep, FI_GETOPSFLAG, FI_TRANSMIT, &flags) && flags == FI_COMPLETION &&
-              !control_write(ep, cq, 0, &later) && control_until(cq, &later, &plain, &seen),
-          "control: FI_SETOPSFLAG without flags, direction or with both: -FI_EINVAL, and "
-          "plain writes still complete");
-    check(!seen, "control: the plain write of the selective endpoint never completed");
-}
-
-/* An endpoint of a's, bound with FI_SELECTIVE_COMPLETION to its own CQ: see control_ep. */
-static void control(void)
-{
-    struct fi_cq_attr attr = {.format = FI_CQ_FORMAT_DATA};
-    struct fid_cq *cq = NULL;
-    struct fid_ep *ep = NULL;
-    int ret;
-
-    ret = fi_cq_open(fx.a.domain, &attr, &cq, NULL);
-    if (!ret)
-        ret = fi_endpoint(fx.a.domain, fx.info, &ep, NULL);
-    if (!ret)
-        ret = fi_ep_bind(ep, &fx.a.av->fid, 0);
-    if (!ret)
-        ret = fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION);
-    check(!ret, "control: an endpoint bound to its CQ with FI_SELECTIVE_COMPLETION");
-    if (!ret)
-        control_ep(ep, cq);
-    if (ep)
-        fi_close(&ep->fid);
-    if (cq)
-        fi_close(&cq->fid);
-}
-
 int main(int argc, char **argv)
 {
     const char *what;
@@ -581,6 +488,8 @@ int main(int argc, char **argv)
         cqfull();
     else if (!strcmp(what, "control"))
         control();
+    else if (!strcmp(what, "rebind") || !strcmp(what, "rebind_engine"))
+        rebind(!strcmp(what, "rebind_engine"));
     else {
         fprintf(stderr, "unknown case %s\n", what);
         return 2;

@@ -56,6 +56,10 @@ ENGINE_ROWS = [
     ("cqfull", {"CQ_SIZE": "4", "PROGRESS_US": "100"}, None, {"cq_full": "+"}),
     # TX_SIZE turns the engine on: it keeps an endpoint's selective completion and op_flags
     ("control", {"TX_SIZE": "32"}, None, {"tx_eagain": "0"}),
+    # a second CQ for a bound direction is refused before the core (sockets would take it),
+    # on the pass-through path and through the engine
+    ("rebind", {}, None, {"tx_eagain": "0"}),
+    ("rebind_engine", {"TX_SIZE": "32"}, None, {"tx_eagain": "0"}),
 ]
 
 # NIC capabilities (issue 25): (label, variables, strictmr_caps_test arguments, events that
