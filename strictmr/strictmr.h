@@ -459,6 +459,9 @@ int strictmr_nic_refuse(int err, const char *fmt, ...) __attribute__((format(pri
 int strictmr_nic_post(enum strictmr_op op, size_t len, uint64_t flags);
 /* fi_endpoint: default op_flags the NIC cannot honour are refused. */
 int strictmr_nic_ep_check(const struct fi_info *info);
+/* fi_control(FI_SETOPSFLAG) of *flags (NULL: nothing to judge): transmit defaults the NIC
+ * cannot honour are refused the same way, before the engine or the core takes them. */
+int strictmr_nic_set_op_flags(const uint64_t *flags);
 /* fi_getopt answers the endpoint's limits; -FI_ENOPROTOOPT: not one of ours. */
 int strictmr_nic_getopt(struct strictmr_ep *ep, int level, int optname, void *optval,
                         size_t *optlen);

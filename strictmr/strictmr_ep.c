@@ -190,14 +190,21 @@ static int ep_enable(struct strictmr_ep *ep)
 static int ep_control(struct fid *fid, int command, void *arg)
 {
     struct strictmr_ep *ep = strictmr_container(fid, struct strictmr_ep, ep.fid);
+    int ret;
 
     switch (command) {
     case FI_ENABLE:
         return ep_enable(ep);
     case FI_ALIAS:
         return -FI_ENOSYS;
-    case FI_GETOPSFLAG:
     case FI_SETOPSFLAG:
+        /* transmit defaults the NIC cannot honour are refused, as fi_endpoint refuses them */
+        ret = strictmr_nic_set_op_flags(arg);
+        if (ret) {
+            return ret;
+        }
+        /* fall through */
+    case FI_GETOPSFLAG:
         /* the NIC data path keeps the flags and serves both itself: it hands the core each
          * operation's flags (and shm answers -FI_ENOSYS); without it, the core keeps them */
         return ep->engine ? strictmr_engine_ep_op_flags(ep, command == FI_SETOPSFLAG, arg)

@@ -59,12 +59,28 @@ int strictmr_nic_post(enum strictmr_op op, size_t len, uint64_t flags)
     return 0;
 }
 
+/* Transmit op_flags asking a completion level the NIC lacks. */
+static bool nic_lacks_level(uint64_t op_flags)
+{
+    return strictmr_config.nic.no_delivery_complete && (op_flags & STRICTMR_DC_FLAGS);
+}
+
 int strictmr_nic_ep_check(const struct fi_info *info)
 {
-    if (info && info->tx_attr && strictmr_config.nic.no_delivery_complete &&
-        (info->tx_attr->op_flags & STRICTMR_DC_FLAGS)) {
+    if (info && info->tx_attr && nic_lacks_level(info->tx_attr->op_flags)) {
         return strictmr_nic_refuse(-FI_EOPNOTSUPP,
                                    "an endpoint whose default op_flags ask FI_DELIVERY_COMPLETE "
+                                   "(FI_OFI_STRICTMR_DELIVERY_COMPLETE=0)");
+    }
+    return 0;
+}
+
+int strictmr_nic_set_op_flags(const uint64_t *flags)
+{
+    if (flags && (*flags & FI_TRANSMIT) && nic_lacks_level(*flags)) {
+        return strictmr_nic_refuse(-FI_EOPNOTSUPP,
+                                   "fi_control(FI_SETOPSFLAG) making FI_DELIVERY_COMPLETE / "
+                                   "FI_COMMIT_COMPLETE a transmit default, flags unchanged "
                                    "(FI_OFI_STRICTMR_DELIVERY_COMPLETE=0)");
     }
     return 0;

@@ -9,7 +9,7 @@
  * report. Exit: 0 all passed, 1 a check failed, 2 usage.
  *
  * Scenarios:
- *   dc off|on                 completion levels
+ *   dc off|on                 completion levels (infos, hints, posts, FI_SETOPSFLAG)
  *   inject N                  inject size N
  *   max_rma N                 RMA size limit N
  *   write_only                writes without reads (atomics all)
@@ -259,6 +259,32 @@ static int fetch_add(struct nic *n, enum fi_datatype dt, size_t count, uint64_t 
 }
 
 /* ---------------------------------------------------------------- dc */
+/* FI_SETOPSFLAG making FI_DELIVERY_COMPLETE a transmit default: refused as the post is when the
+ * NIC lacks it, changing nothing (FI_GETOPSFLAG answers as before, a plain write lands and is
+ * not refused); else left to the data path or the core, which decide (op_refused stays). */
+static void dc_setopsflag(struct nic *n, bool off)
+{
+    uint64_t flags = FI_TRANSMIT | FI_DELIVERY_COMPLETE, was = FI_TRANSMIT, now = FI_TRANSMIT;
+    uint64_t before = event(n, STRICTMR_EV_OP_REFUSED);
+    int got_was = fi_control(&n->f.a.ep->fid, FI_GETOPSFLAG, &was), got_now, ret;
+
+    ret = fi_control(&n->f.a.ep->fid, FI_SETOPSFLAG, &flags);
+    if (!off) {
+        check(event(n, STRICTMR_EV_OP_REFUSED) == before,
+              "dc: FI_SETOPSFLAG FI_TRANSMIT|FI_DELIVERY_COMPLETE -> %d, not refused by the NIC",
+              ret);
+        return;
+    }
+    refused(n, "dc: FI_SETOPSFLAG FI_TRANSMIT|FI_DELIVERY_COMPLETE", before, ret, -FI_EOPNOTSUPP);
+    got_now = fi_control(&n->f.a.ep->fid, FI_GETOPSFLAG, &now);
+    check(got_now == got_was && (got_was || now == was),
+          "dc: FI_GETOPSFLAG FI_TRANSMIT after the refusal -> %d 0x%llx, before it -> %d 0x%llx",
+          got_now, (unsigned long long)now, got_was, (unsigned long long)was);
+    before = event(n, STRICTMR_EV_OP_REFUSED);
+    check(write_lands(n, 512, 0, 3) && event(n, STRICTMR_EV_OP_REFUSED) == before,
+          "dc: after the refused FI_SETOPSFLAG a plain write lands, not refused");
+}
+
 static void scenario_dc(struct nic *n, const char *prov, bool off)
 {
     int with = getinfo_ret(prov, FI_RMA, ~0ULL, FI_DELIVERY_COMPLETE, NULL);
@@ -284,6 +310,7 @@ static void scenario_dc(struct nic *n, const char *prov, bool off)
     if (!off) {
         check(write_lands(n, 512, FI_DELIVERY_COMPLETE, 2),
               "dc: writemsg FI_DELIVERY_COMPLETE lands");
+        dc_setopsflag(n, off);
         return;
     }
     before = event(n, STRICTMR_EV_OP_REFUSED);
@@ -297,6 +324,7 @@ static void scenario_dc(struct nic *n, const char *prov, bool off)
     if (!ret)
         fi_close(&ep->fid);
     fi_freeinfo(info);
+    dc_setopsflag(n, off);
 }
 
 /* ---------------------------------------------------------------- inject */

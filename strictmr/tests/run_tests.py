@@ -68,6 +68,8 @@ ENGINE_ROWS = [
 NIC_ROWS = [
     ("dc-off", {"DELIVERY_COMPLETE": "0"}, ["dc", "off"], ["op_refused"]),
     ("dc-on", {}, ["dc", "on"], []),
+    # the NIC data path serves FI_SETOPSFLAG itself: the same refusals through it
+    ("dc-off-engine", {"DELIVERY_COMPLETE": "0", "TX_SIZE": "64"}, ["dc", "off"], ["op_refused"]),
     ("inject-16", {"INJECT_SIZE": "16"}, ["inject", "16"], ["op_refused"]),
     ("inject-0", {"INJECT_SIZE": "0"}, ["inject", "0"], ["op_refused"]),
     ("max-rma-1000", {"MAX_RMA_SIZE": "1000"}, ["max_rma", "1000"], ["op_refused"]),
