@@ -1,5 +1,5 @@
 /*
- * strictmr_test PROVIDER: runs every case of cases.c that applies to the MR
+ * strictmr_test PROVIDER: runs every case of cases.c's table that applies to the MR
  * mode ofi_strictmr demands (FI_OFI_STRICTMR_MR_MODE / _KEY_SIZE) over the
  * layered provider named, e.g. "shm;ofi_strictmr". One line per case, then a
  * summary. Exit: 0 all passed, 1 a case failed, 77 the provider is not here.
