@@ -32,7 +32,7 @@ import launcher
 import matrix
 
 REPO = Path(__file__).resolve().parent.parent
-SOURCE = REPO / "tools" / "stale_key.c"
+SOURCES = sorted((REPO / "tools").glob("stale_key*.c"))  # the program and its parts
 PROBES = ("stale_write", "stale_read", "fresh_key")
 WAIT_MS = 2000  # bound of each completion wait in the tool (times --timeout-scale)
 
@@ -75,12 +75,12 @@ def pytest_generate_tests(metafunc):
 def stale_key_tool(tmp_path_factory):
     cc = shutil.which("cc")
     if cc is None:
-        pytest.skip("no C compiler (cc) to build tools/stale_key.c")
+        pytest.skip("no C compiler (cc) to build tools/stale_key*.c")
     exe = tmp_path_factory.mktemp("stale_key") / "stale_key"
-    build = subprocess.run([cc, "-O1", "-g", "-Wall", "-Wextra", str(SOURCE), "-o", str(exe),
-                            "-lfabric"], capture_output=True, text=True, timeout=300)
+    build = subprocess.run([cc, "-O1", "-g", "-Wall", "-Wextra", *map(str, SOURCES), "-o",
+                            str(exe), "-lfabric"], capture_output=True, text=True, timeout=300)
     if build.returncode != 0:
-        pytest.fail(f"building tools/stale_key.c failed:\n{build.stderr}", pytrace=False)
+        pytest.fail(f"building tools/stale_key*.c failed:\n{build.stderr}", pytrace=False)
     return exe
 
 

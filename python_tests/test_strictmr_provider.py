@@ -46,7 +46,7 @@ import launcher  # noqa: E402
 import matrix  # noqa: E402
 import outcome  # noqa: E402
 
-STALE_KEY_SOURCE = REPO / "tools" / "stale_key.c"
+STALE_KEY_SOURCES = sorted((REPO / "tools").glob("stale_key*.c"))  # the program and its parts
 # btl-ofi's default hints without local/endpoint (tools/stale_key.c passes no desc
 # and binds nothing): the strict provider must then judge keys alone.
 KEY_ONLY_MODE = "virt_addr,allocated,prov_key"
@@ -72,10 +72,10 @@ def test_stale_key_tool_is_caught(tmp_path):
     registration: the strict provider fails each with FI_EKEYREJECTED and
     counts it as key_closed (shm itself never completes such an operation)."""
     cc = shutil.which("cc")
-    assert cc, "no C compiler (cc) to build tools/stale_key.c"
+    assert cc, "no C compiler (cc) to build tools/stale_key*.c"
     exe = tmp_path / "stale_key"
-    subprocess.run([cc, "-O1", str(STALE_KEY_SOURCE), "-o", str(exe), "-lfabric"], check=True,
-                   timeout=300)
+    subprocess.run([cc, "-O1", *map(str, STALE_KEY_SOURCES), "-o", str(exe), "-lfabric"],
+                   check=True, timeout=300)
     env = {**launcher.mpi_env(), **_strict_env(tmp_path, KEY_ONLY_MODE)}
     run = launcher.run_argv([str(exe), "--btl", "--json", "--probes", "stale_write,stale_read",
                              "shm;ofi_strictmr"], 300, env, tmp_path)
