@@ -99,8 +99,9 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import compare  # noqa: E402  (parse_records, locked_run)
+import compare_configs  # noqa: E402  (Config)
 import compare_net  # noqa: E402  (namespaces)
+import compare_runs  # noqa: E402  (parse_records, locked_run)
 import launcher  # noqa: E402  (python_tests/launcher.py, put on sys.path by compare_net)
 
 BIN_DIR = os.environ.get("BTL_OFI_BIN_DIR", os.path.dirname(HERE))  # the build's programs
@@ -260,9 +261,9 @@ def mpich_argv(cfg, prog, args, hosts, outdir):
                None)
     if fam is None:
         return None, None
-    net = compare.Config(cfg.name, cfg.provider, "hydra", note=fam.root,
-                         env=dict(fam.env(""), MPIR_CVAR_CH4_NETMOD="ofi",
-                                  FI_PROVIDER=cfg.provider, **cfg.mpich))
+    net = compare_configs.Config(cfg.name, cfg.provider, "hydra", note=fam.root,
+                                 env=dict(fam.env(""), MPIR_CVAR_CH4_NETMOD="ofi",
+                                          FI_PROVIDER=cfg.provider, **cfg.mpich))
     return compare_net.command(net, os.path.join(fam.bin_dir, prog), args,
                                dict(os.environ), hosts, outdir, cfg.nranks)
 
@@ -303,7 +304,7 @@ def one_run(cfg, bench, hosts, outdir, iters):
             env.update(launcher.load_env_file(cfg.env_file))
         env.update(hosts.env())
     before = nic_bytes(hosts)
-    rc, out, err, _ = compare.locked_run(argv, env, 300)
+    rc, out, err, _ = compare_runs.locked_run(argv, env, 300)
     after = nic_bytes(hosts)
     sent = {name: after[name] - before[name] for name in before}
     problems = []
@@ -313,7 +314,7 @@ def one_run(cfg, bench, hosts, outdir, iters):
         problems.append(f"'{cfg.line}' on {(out + err).count(cfg.line)} of {cfg.nranks} ranks")
     if cfg.unlike and cfg.unlike in out + err:
         problems.append(f"'{cfg.unlike}' printed")
-    meta, rows = compare.parse_records(out)
+    meta, rows = compare_runs.parse_records(out)
     # where the measured pair was (osc_latency's and osc_bw's meta record): on one host unless
     # the configuration spreads ranks over hosts by node or has one rank per host. This
     # build's programs must say it; MPICH's (install-mpis.sh) may predate it.

@@ -133,7 +133,8 @@ def test_compare_paired_table_from_runs():
 
     Repetition by repetition ours is 1.05x stock; two repetitions ran stock in the slow mode
     (3x): left out, so the median stays 1.050 however the medians of all runs fall."""
-    import compare
+    import compare_report
+    import compare_stats
 
     runs = []
     for rep in range(10):
@@ -141,7 +142,8 @@ def test_compare_paired_table_from_runs():
         for cfg, value in (("ours[shm]", 1.05), ("stock[shm]", 1.0 * slow)):
             runs.append({"config": cfg, "rep": rep, "rows": [
                 {"metric": "lat_us", "op": "put", "size": 8, "value": value, "valid": True}]})
-    lines = compare.paired_lines(compare.by_round(runs), "ours[shm]", ["ours[shm]", "stock[shm]"])
+    lines = compare_report.paired_lines(compare_stats.by_round(runs), "ours[shm]",
+                                        ["ours[shm]", "stock[shm]"])
     row = next(line for line in lines if line.startswith("| lat_us | put | 8 |"))
     assert row.startswith("| lat_us | put | 8 | 1.050 (1.050-1.050; 8) |"), row
 

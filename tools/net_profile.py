@@ -27,8 +27,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "osc_harness"))
 sys.path.insert(0, os.path.join(REPO, "python_tests"))
 
-import compare  # noqa: E402
+import compare_configs  # noqa: E402
 import compare_net  # noqa: E402
+import compare_runs  # noqa: E402
 
 # Which part of the stack a DSO belongs to, first match wins.
 PARTS = [("btl-ofi", re.compile(r"mca_btl_ofirma|mca_btl_ofi\b")),
@@ -94,11 +95,12 @@ def main():
     if not subprocess.run(["sh", "-c", "command -v perf"], capture_output=True).stdout:
         sys.exit("net_profile.py: perf not found (apt install linux-perf)")
     os.makedirs(args.out, exist_ok=True)
-    env_file = compare.find_env_file(None)
-    paths = compare.read_env_file(env_file)
+    env_file = compare_configs.find_env_file(None)
+    paths = compare_configs.read_env_file(env_file)
     base_env = dict(os.environ)
-    ucx = compare.has_osc_ucx(compare.run_env(
-        compare.Config("probe", "", "mpi", paths["BTL_OFI_OMPI_PKGLIBDIR"]), base_env, paths))
+    ucx = compare_configs.has_osc_ucx(compare_runs.run_env(
+        compare_configs.Config("probe", "", "mpi", paths["BTL_OFI_OMPI_PKGLIBDIR"]), base_env,
+        paths))
     wrapper = os.path.join(args.out, "perf-rank.sh")
     with open(wrapper, "w") as f:
         f.write(WRAPPER % {"freq": args.freq, "out": os.path.abspath(args.out)})
@@ -111,18 +113,19 @@ def main():
     tops = []
     with compare_net.namespaces(args.out, env_file) as hosts:
         sel = types.SimpleNamespace(also=[], ours_variant=[], only=args.only)
-        configs, notes = compare.select_configs(sel, args.providers.split(","), paths, ucx, hosts)
+        configs, notes = compare_configs.select_configs(sel, args.providers.split(","), paths,
+                                                        ucx, hosts)
         for note in notes:
             print(f"net_profile.py: {note}")
         for cfg in [c for c in configs if c.kind != "raw"]:
             exe = os.path.join(cfg.component_path if cfg.kind == "hydra" else REPO, "osc_latency")
             name = re.sub(r"[^\w.-]+", "_", cfg.label)
-            env = dict(compare.run_env(cfg, base_env, paths), NAME=name)
+            env = dict(compare_runs.run_env(cfg, base_env, paths), NAME=name)
             cmd, env = compare_net.command(cfg, wrapper, [exe] + prog_args, env, hosts, args.out)
             if cfg.kind == "mpi":
                 cmd = cmd[:-len(prog_args) - 2] + ["-x", "NAME"] + cmd[-len(prog_args) - 2:]
             print(f"net_profile.py: {cfg.label}: {shlex.join(cmd)}", flush=True)
-            rc, out, err, _ = compare.locked_run(cmd, env, args.timeout)
+            rc, out, err, _ = compare_runs.locked_run(cmd, env, args.timeout)
             if rc != 0:
                 report.append(f"| {cfg.label} | - | failed (exit {rc}) | | | | | | |")
                 print(err[-2000:])
