@@ -443,7 +443,8 @@ def targets(mode, ratios_of_pair):
     return out
 
 
-def main():
+def parse_args():
+    """(the parser, for its errors; the options)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mode", choices=("node-local", "stripes"), default="node-local")
     ap.add_argument("--rounds", type=int, default=3)
@@ -461,7 +462,12 @@ def main():
     ap.add_argument("--others", action="store_true",
                     help="--mode stripes: also MPICH (striping off, on) and Open MPI's "
                          "osc/pt2pt over btl/tcp on both NICs")
-    opts = ap.parse_args()
+    return ap, ap.parse_args()
+
+
+def choose_mode(opts, ap):
+    """The mode's configurations, benchmarks and targets as --others, --config and --also
+    make them."""
     mode = NODE_LOCAL if opts.mode == "node-local" else STRIPES
     if opts.mode == "stripes" and opts.others:
         mode = dict(mode, configs=mode["configs"] + OTHERS +
@@ -477,19 +483,29 @@ def main():
                     targets=[t for t in mode["targets"] if t[0] in want and t[1] in want])
     for also in opts.also:
         mode = with_build(mode, *also.partition("=")[::2], ap)
-    setup = mode["setup"] + (["--rate", opts.rate]
-                             if opts.mode == "stripes" and opts.rate != "none" else [])
-    outdir = opts.out or tempfile.mkdtemp(prefix=f"{opts.mode}-compare-")
-    os.makedirs(outdir, exist_ok=True)
+    return mode
+
+
+def iters_of(bench, iters):
+    """A run's iterations: --iters for osc_latency, a hundredth for osc_bw (5 at least), a
+    quarter for the sporadic rows (50 at least)."""
+    n = iters if bench[0] == "osc_latency" else max(iters // 100, 5)
+    if "-g" in bench[4]:
+        n = max(iters // 4, 50)  # each pays the pause too
+    return n
+
+
+def measure(opts, mode, setup, outdir):
+    """Every configuration and benchmark in turn, opts.rounds times, in host namespaces made
+    and removed here: (samples, by_round, failed runs, bytes each NIC sent during each
+    configuration's osc_bw runs, the NICs)."""
     samples, by_round, failed, shares = {}, {}, [], {}
     with compare_net.namespaces(outdir, launcher.env_file_path(), setup) as hosts:
         for rnd in range(opts.rounds):
             for cfg in mode["configs"]:
                 for bench in mode["benches"]:
-                    iters = opts.iters if bench[0] == "osc_latency" else max(opts.iters // 100, 5)
-                    if "-g" in bench[4]:
-                        iters = max(opts.iters // 4, 50)  # each pays the pause too
-                    got, problems, sent = one_run(cfg, bench, hosts, outdir, iters)
+                    got, problems, sent = one_run(cfg, bench, hosts, outdir,
+                                                  iters_of(bench, opts.iters))
                     if bench[0] == "osc_bw":
                         for name, value in sent.items():
                             shares.setdefault(cfg.name, {}).setdefault(name, 0)
@@ -500,35 +516,43 @@ def main():
                     for key, value in got.items():
                         samples.setdefault(cfg.name, {}).setdefault(key, []).append(value)
                         by_round.setdefault(cfg.name, {}).setdefault(key, {})[rnd] = value
-    med = {c: {k: statistics.median(v) for k, v in rows.items()} for c, rows in samples.items()}
-    low = {c: {k: min(v) for k, v in rows.items()} for c, rows in samples.items()}
+    return samples, by_round, failed, shares, hosts.ifaces
+
+
+def nic_table(names, shares, ifaces):
+    """The bytes each NIC sent during each configuration's osc_bw runs."""
+    text = "\n\nbytes each NIC sent during the osc_bw runs (all rounds, both hosts):\n\n"
+    text += "| configuration | " + " | ".join(ifaces) + " | share of the busiest |\n"
+    text += "|---|" + "---:|" * (len(ifaces) + 1) + "\n"
+    for name in names:
+        sent = shares.get(name, {})
+        total = max(sum(sent.values()), 1)
+        text += f"| {name} | " + " | ".join(f"{sent.get(i, 0) / 2**20:.0f} MiB"
+                                            for i in ifaces) + \
+            f" | {max(sent.values() or [0]) / total:.2f} |\n"
+    return text
+
+
+def results_text(opts, mode, med, low, by_round, shares, ifaces):
+    """The tables: medians, the least of the rounds, the NICs' bytes (more than one NIC),
+    the targets' paired ratios."""
     text = table(mode, med, [c.name for c in mode["configs"]])
     # this machine's runs fall into a fast and a slow mode (2-3x apart, every configuration
     # alike, for minutes at a time): the least of the rounds compares fast with fast
     text += f"\n\nleast of the {opts.rounds} rounds:\n\n" + \
         table(mode, low, [c.name for c in mode["configs"]])
-    print(f"\nmedians of {opts.rounds} interleaved rounds ({opts.mode}"
-          f"{', each NIC ' + opts.rate if opts.mode == 'stripes' else ''}):\n")
-    if len(hosts.ifaces) > 1:
-        text += "\n\nbytes each NIC sent during the osc_bw runs (all rounds, both hosts):\n\n"
-        text += "| configuration | " + " | ".join(hosts.ifaces) + " | share of the busiest |\n"
-        text += "|---|" + "---:|" * (len(hosts.ifaces) + 1) + "\n"
-        for name in [c.name for c in mode["configs"]]:
-            sent = shares.get(name, {})
-            total = max(sum(sent.values()), 1)
-            text += f"| {name} | " + " | ".join(f"{sent.get(i, 0) / 2**20:.0f} MiB"
-                                                for i in hosts.ifaces) + \
-                f" | {max(sent.values() or [0]) / total:.2f} |\n"
+    if len(ifaces) > 1:
+        text += nic_table([c.name for c in mode["configs"]], shares, ifaces)
     paired = interval_table(mode, by_round)
     if paired:
         text += (f"\n\nthe targets' pairs, the median of the rounds' own ratios ({BOOT_LEVEL:.0%} "
                  f"bootstrap interval; rounds in one mode):\n\n" + paired)
-    print(text)
-    with open(os.path.join(outdir, f"{opts.mode}.json"), "w", encoding="utf-8") as fh:
-        json.dump({c: {"/".join(map(str, k)): v for k, v in rows.items()}
-                   for c, rows in samples.items()}, fh, indent=1)
-    with open(os.path.join(outdir, f"{opts.mode}.md"), "w", encoding="utf-8") as fh:
-        fh.write(text + "\n")
+    return text
+
+
+def print_targets(mode, med, low, by_round):
+    """The targets judged four ways: by the medians, by the least of the rounds, by the
+    median of the rounds' own ratios, and by that median's bootstrap interval."""
     print("\n".join(targets(mode, ratios_of(med))))
     print("by the least of the rounds:\n" + "\n".join(targets(mode, ratios_of(low))))
     # the steadiest of the three here: each round's two values side by side, in one mode
@@ -538,12 +562,33 @@ def main():
     print(f"by the same, with its {BOOT_LEVEL:.0%} bootstrap interval (met: every row's "
           f"interval within the bound; undecided: some row's straddles it):\n" +
           "\n".join(interval_targets(mode, by_round)))
+
+
+def main():
+    ap, opts = parse_args()
+    mode = choose_mode(opts, ap)
+    setup = mode["setup"] + (["--rate", opts.rate]
+                             if opts.mode == "stripes" and opts.rate != "none" else [])
+    outdir = opts.out or tempfile.mkdtemp(prefix=f"{opts.mode}-compare-")
+    os.makedirs(outdir, exist_ok=True)
+    samples, by_round, failed, shares, ifaces = measure(opts, mode, setup, outdir)
+    med = {c: {k: statistics.median(v) for k, v in rows.items()} for c, rows in samples.items()}
+    low = {c: {k: min(v) for k, v in rows.items()} for c, rows in samples.items()}
+    text = results_text(opts, mode, med, low, by_round, shares, ifaces)
+    print(f"\nmedians of {opts.rounds} interleaved rounds ({opts.mode}"
+          f"{', each NIC ' + opts.rate if opts.mode == 'stripes' else ''}):\n")
+    print(text)
+    with open(os.path.join(outdir, f"{opts.mode}.json"), "w", encoding="utf-8") as fh:
+        json.dump({c: {"/".join(map(str, k)): v for k, v in rows.items()}
+                   for c, rows in samples.items()}, fh, indent=1)
+    with open(os.path.join(outdir, f"{opts.mode}.md"), "w", encoding="utf-8") as fh:
+        fh.write(text + "\n")
+    print_targets(mode, med, low, by_round)
     if failed:
         print("failed runs:\n  " + "\n  ".join(failed))
         return 1
     print(f"results: {outdir}")
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())
