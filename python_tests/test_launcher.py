@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import launcher
+import shm_files
 
 
 def mca_pairs(argv):
@@ -55,7 +56,7 @@ def test_quiet_run_is_kept_whole(tmp_path):
 
 
 def test_files_of_ended_processes_are_removed_and_live_ones_kept():
-    before = launcher.shm_names()
+    before = shm_files.shm_names()
     child = subprocess.Popen(["true"])
     child.wait()
     dead = Path(f"/dev/shm/btl-ofi.{child.pid}.0:0:0")
@@ -63,7 +64,7 @@ def test_files_of_ended_processes_are_removed_and_live_ones_kept():
     try:
         dead.write_bytes(b"")
         live.write_bytes(b"")
-        removed = launcher.remove_shm_files_since(before, wait=0.2)
+        removed = shm_files.remove_shm_files_since(before, wait=0.2)
         assert dead.name in removed and not dead.exists()
         assert live.exists() and live.name not in removed
     finally:

@@ -29,6 +29,7 @@ import pytest
 import launcher
 import matrix
 import outcome
+import shm_files
 
 pytestmark = pytest.mark.reliability
 
@@ -194,8 +195,8 @@ def test_exit_with_mpit_open(tmp_path):
     # the fabric was never closed: ofi_strictmr's cleanup at unload removes its MR tables and
     # endpoint entries, but shm's regions stay in /dev/shm (NOTES.txt section 8), removed
     # here, or they would pile up run after run
-    strict_left = launcher.strictmr_files_of(launch.rank_pids())
-    launcher.remove_shm_files(launch.rank_pids())
+    strict_left = shm_files.strictmr_files_of(launch.rank_pids())
+    shm_files.remove_shm_files(launch.rank_pids())
     for path in strict_left:
         path.unlink(missing_ok=True)
     # not judge_group: the fabric never closes, so the provider's report has only the lines

@@ -36,6 +36,7 @@ import launcher
 import matrix
 import netns
 import outcome
+import shm_files
 from refusals import NO_SEND_BTL, judge_no_sender
 
 PROVIDER = netns.MIXED_PROVIDER
@@ -239,13 +240,13 @@ def test_btl_list_without_network_sender(two_per_host, tmp_path):
     10)."""
     component = launcher.component_name()
     btls = f"self,{launcher.node_btl()},{component}"
-    before = launcher.shm_names()
+    before = shm_files.shm_names()
     try:
         run = netns.run_native(two_per_host, tmp_path, btls, "osc_stress", ["-s", "26", "-e", "1"],
                                120, mca={"coll": "^han"} if launcher.ompi_major() >= 5 else None)
     finally:
         # the job aborts: its ranks never close their shm regions (NOTES.txt section 8)
-        launcher.remove_shm_files_since(before)
+        shm_files.remove_shm_files_since(before)
     expected = NO_SEND_BTL.format(btls=btls, where="on other nodes", node=launcher.node_btl(),
                                   c=component, host=two_per_host.nodes[0])
     judge_no_sender(run, expected, f"--mca btl {btls} across two hosts")

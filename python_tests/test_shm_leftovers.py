@@ -18,6 +18,7 @@ import pytest
 import launcher
 import matrix
 import outcome
+import shm_files
 
 pytestmark = pytest.mark.reliability
 
@@ -49,4 +50,4 @@ def test_region_left_under_own_pid(name, tmp_path):
             outcome.judge_check(launch, group, spec).apply()
         assert "Device or resource busy" not in launch.stderr, launch.tail()
     finally:
-        launcher.remove_shm_files(launch.rank_pids())
+        shm_files.remove_shm_files(launch.rank_pids())
