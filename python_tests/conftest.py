@@ -11,6 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import check_sets  # noqa: E402
 import launcher  # noqa: E402
 import matrix  # noqa: E402
 import netns  # noqa: E402
@@ -69,7 +70,7 @@ def pytest_generate_tests(metafunc):
     if "check" in names:
         params = []
         for g in groups:
-            for spec in matrix.checks_for(g):
+            for spec in check_sets.checks_for(g):
                 marks = _group_marks(g)
                 if spec["tier"] == "full" and not marks:
                     marks = [pytest.mark.full]
@@ -100,7 +101,7 @@ class LaunchCache:
             if params.get("group") == group and "check" in params:
                 specs.append(params["check"])
         if not specs:  # only the group-level test was selected: run its fast checks
-            specs = [c for c in matrix.checks_for(group) if c["tier"] == "fast"]
+            specs = [c for c in check_sets.checks_for(group) if c["tier"] == "fast"]
         seen, unique = set(), []
         for s in specs:
             if s["id"] not in seen:
@@ -120,7 +121,7 @@ class LaunchCache:
             import outcome
 
             probe = matrix.Group(provider, "default", 2, "base")
-            plan = {"checks": [matrix._rma("put", "create_du8", "fence", "int64", 4)]}
+            plan = {"checks": [check_sets._rma("put", "create_du8", "fence", "int64", 4)]}
             status = ("unknown", "btl-ofi neither carried a Put nor said why, 3 attempts")
             for attempt in range(3):
                 workdir = self.tmp_root / ("preflight-" + provider.replace(";", "+")

@@ -43,6 +43,7 @@ import time
 
 import pytest
 
+import check_sets
 import fabric
 import launcher
 import matrix
@@ -144,7 +145,7 @@ def multihost_groups(config):
     per_host = config.getoption("--multihost-per-host")
     for group, why in candidates:
         if why is None and group.nranks > MAX_HOSTS * per_host:
-            fast = sum(1 for c in matrix.checks_for(group) if c["tier"] == "fast")
+            fast = sum(1 for c in check_sets.checks_for(group) if c["tier"] == "fast")
             why = (f"{group.nranks} ranks need {group.nranks} host namespaces, "
                    f"check-multihost.sh makes at most {MAX_HOSTS} (the group's {fast} "
                    f"checks do not run across hosts)")
@@ -168,7 +169,7 @@ def pytest_generate_tests(metafunc):
             continue
         if why:
             continue  # said once, by the group's test_launch_across_namespaces
-        for spec in matrix.checks_for(group):
+        for spec in check_sets.checks_for(group):
             if spec["tier"] != "fast":
                 continue
             marks = []
@@ -307,7 +308,7 @@ class CrossHostLaunches:
                 seen.add(spec["id"])
                 specs.append(spec)
         if not specs:  # only the group's launch test was selected: all its runnable checks
-            specs = [c for c in matrix.checks_for(group) if c["tier"] == "fast"
+            specs = [c for c in check_sets.checks_for(group) if c["tier"] == "fast"
                      and (self.with_dynamic or not is_dynamic(c))]
         return specs
 
@@ -319,7 +320,7 @@ class CrossHostLaunches:
         key = (group, part)
         if key not in self.launches:
             specs = [s for s in self._selected(group) if (part == "dynamic") == is_dynamic(s)]
-            fast = [c for c in matrix.checks_for(group) if c["tier"] == "fast"]
+            fast = [c for c in check_sets.checks_for(group) if c["tier"] == "fast"]
             excluded = 0 if self.with_dynamic else sum(1 for c in fast if is_dynamic(c))
             timeout = (45 + sum(matrix.budget_seconds(s, group) for s in specs)) * self.scale
             workdir = self.tmp_root / (group.label.replace("|", "_").replace(";", "+")

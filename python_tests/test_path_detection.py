@@ -10,6 +10,7 @@ import subprocess
 
 import pytest
 
+import check_sets
 import launcher
 import matrix
 import outcome
@@ -17,10 +18,10 @@ import outcome
 pytestmark = pytest.mark.path
 
 SMALL_PLAN = [
-    matrix._rma("put", "create_du8", "fence", "int64", 16),
-    matrix._rma("get", "create_du8", "lock_shared", "int64", 16),
-    matrix._rma("acc", "create_du8", "lock_all", "int64", 1, mpi_op="SUM"),
-    matrix._rma("fop", "create_du8", "flush", "int64", 1, mpi_op="SUM"),
+    check_sets._rma("put", "create_du8", "fence", "int64", 16),
+    check_sets._rma("get", "create_du8", "lock_shared", "int64", 16),
+    check_sets._rma("acc", "create_du8", "lock_all", "int64", 1, mpi_op="SUM"),
+    check_sets._rma("fop", "create_du8", "flush", "int64", 1, mpi_op="SUM"),
 ]
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+import check_sets
 import launcher
 import matrix
 
@@ -121,8 +122,8 @@ def test_accumulate_lock_contention(provider, launches, completion, tmp_path):
     landed (read_proof mode), 3 of 6 such rounds on shm lost between 1 and
     1999 updates per element; with delivery-complete (auto) none did."""
     _served(launches, provider)
-    checks = [dict(matrix.make_check("acc_atomic", "fast", flavor_name="create_du8",
-                                     dtype="int32", count=64, repeat=CONTENTION_REPEAT),
+    checks = [dict(check_sets.make_check("acc_atomic", "fast", flavor_name="create_du8",
+                                         dtype="int32", count=64, repeat=CONTENTION_REPEAT),
                    id=f"acc_contention/round{r}") for r in range(CONTENTION_ROUNDS)]
     run = launcher.run_mpi(3, {"checks": checks}, 120 * launches.scale, provider=provider,
                            ours={"completion": completion}, workdir=tmp_path)

@@ -42,6 +42,7 @@ def test_strict_provider_catches_every_rule(core):
 import json  # noqa: E402
 import shutil  # noqa: E402
 
+import check_sets  # noqa: E402
 import launcher  # noqa: E402
 import matrix  # noqa: E402
 import outcome  # noqa: E402
@@ -96,7 +97,7 @@ def test_btl_corrupted_keys_are_caught(tmp_path):
     (btl_<c>_debug_inject_cq_error): on the verbs-like mode set the strict provider
     must reject those with error completions and count key_unknown, and
     btl-ofi must count the CQ errors."""
-    plan = {"checks": [matrix._rma(op, "create_du8", "flush", "int64", 4)
+    plan = {"checks": [check_sets._rma(op, "create_du8", "flush", "int64", 4)
                        for op in ("put", "get", "put", "get")]}
     env = _strict_env(tmp_path, "local,virt_addr,allocated,prov_key")
     launch = launcher.run_mpi(2, plan, 90, provider="shm;ofi_strictmr", workdir=tmp_path,
@@ -115,11 +116,11 @@ def test_btl_corrupted_keys_are_caught(tmp_path):
 SERVED_BITS = ("local", "virt_addr", "allocated", "prov_key", "endpoint")
 COMBINATIONS = [tuple(b for i, b in enumerate(SERVED_BITS) if mask >> i & 1)
                 for mask in range(1 << len(SERVED_BITS))]
-SMALL_PLAN = {"checks": [matrix._rma("put", "create_du8", "flush", "int64", 4),
-                         matrix._rma("get", "create_du8", "lock_shared", "int64", 4),
-                         matrix._rma("acc", "create_du8", "fence", "int64", 4, mpi_op="SUM"),
-                         matrix._rma("fop", "create_du8", "flush", "int64", 1, mpi_op="SUM"),
-                         matrix._rma("cas", "create_du8", "flush", "int64", 1)]}
+SMALL_PLAN = {"checks": [check_sets._rma("put", "create_du8", "flush", "int64", 4),
+                         check_sets._rma("get", "create_du8", "lock_shared", "int64", 4),
+                         check_sets._rma("acc", "create_du8", "fence", "int64", 4, mpi_op="SUM"),
+                         check_sets._rma("fop", "create_du8", "flush", "int64", 1, mpi_op="SUM"),
+                         check_sets._rma("cas", "create_du8", "flush", "int64", 1)]}
 
 
 @pytest.mark.full
@@ -149,7 +150,8 @@ def test_every_mr_combination(bits, key_size, tmp_path):
 # 2nd access takes its handle as stale here; the strict provider must see no
 # violation and every question must be answered and used.
 
-STALE_PLAN = {"checks": SMALL_PLAN["checks"] + [matrix.make_check("dynamic_regions", "fast", count=9)]}
+STALE_PLAN = {"checks": SMALL_PLAN["checks"] + [check_sets.make_check("dynamic_regions", "fast",
+                                                                      count=9)]}
 
 
 @pytest.mark.parametrize("core", ["shm", "tcp;ofi_rxm"])
