@@ -30,6 +30,7 @@ def all_checks():
     which build on rank_checks (so the registry lives here, above them all)."""
     import rank_attach
     import rank_checks
+    import rank_concurrency
     import rank_domain
     import rank_idle
     import rank_linked_list
@@ -42,7 +43,8 @@ def all_checks():
     import rank_stripes
 
     checks = dict(rank_checks.CHECKS)
-    for more in (rank_attach.ATTACH_CHECKS, rank_linked_list.LINKED_LIST_CHECKS,
+    for more in (rank_concurrency.CONCURRENCY_CHECKS,
+                 rank_attach.ATTACH_CHECKS, rank_linked_list.LINKED_LIST_CHECKS,
                  rank_rcache.RCACHE_CHECKS, rank_reglimit.REGLIMIT_CHECKS,
                  rank_domain.DOMAIN_CHECKS, rank_many_windows.MANY_WINDOWS_CHECKS,
                  rank_idle.IDLE_CHECKS, rank_node_local.NODE_LOCAL_CHECKS,

@@ -2,7 +2,7 @@
 
 3 ranks; each puts 300 pieces of 1 B to 5000 B into both others at scattered
 offsets, a flush every 64, on a Win.Create and a Win.Create_dynamic window,
-and checks its whole window byte for byte (rank_checks.scatter_puts_check).
+and checks its whole window byte for byte (rank_concurrency.scatter_puts_check).
 Per setting of btl_<component>_put_coalesce:
   1     gathered on every provider: put_gathered and put_batches moved, and
         every batch sent was applied by a peer (put_batches_applied);
