@@ -181,19 +181,7 @@ def run_epoch(ctx, win, sync, target, init, issue, after_local, verify_target):
                    are complete at this target."""
     w = win.win
     if sync == "sync":
-        # target-side stores inside a passive epoch, published with Win_sync
-        w.Lock_all()
-        init()
-        w.Sync()
-        ctx.comm.Barrier()
-        MPI.Request.Waitall(issue())
-        w.Flush(target)
-        after_local()
-        ctx.comm.Barrier()
-        w.Sync()
-        verify_target()
-        ctx.comm.Barrier()
-        w.Unlock_all()
+        _sync_epoch(ctx, w, target, init, issue, after_local, verify_target)
         return
     init()
     if sync in FENCE_OPEN:
@@ -204,17 +192,7 @@ def run_epoch(ctx, win, sync, target, init, issue, after_local, verify_target):
         verify_target()
         return
     if sync == "pscw":
-        post, start = _group(ctx, ctx.left), _group(ctx, ctx.right)
-        w.Post(post)
-        w.Start(start)
-        MPI.Request.Waitall(issue())
-        w.Complete()
-        after_local()
-        w.Wait()
-        verify_target()
-        post.Free()
-        start.Free()
-        ctx.comm.Barrier()
+        _pscw_epoch(ctx, w, issue, after_local, verify_target)
         return
     ctx.comm.Barrier()  # windows initialised before any origin touches them
     if sync in ("lock_shared", "lock_exclusive"):
@@ -237,26 +215,65 @@ def run_epoch(ctx, win, sync, target, init, issue, after_local, verify_target):
         ctx.comm.Barrier()
         return
     if sync in ("flush", "flush_all", "flush_local", "flush_local_all"):
-        w.Lock_all()
-        MPI.Request.Waitall(issue())
-        if sync == "flush_local":
-            w.Flush_local(target)
-            after_local()
-            w.Flush(target)
-        elif sync == "flush_local_all":
-            w.Flush_local_all()
-            after_local()
-            w.Flush_all()
-        else:
-            w.Flush(target) if sync == "flush" else w.Flush_all()
-            after_local()
-        ctx.comm.Barrier()
-        w.Sync()
-        verify_target()  # inside the epoch: flush alone must have completed it remotely
-        ctx.comm.Barrier()
-        w.Unlock_all()
+        _flush_epoch(ctx, w, sync, target, issue, after_local, verify_target)
         return
     raise ValueError(f"unknown sync mode {sync}")
+
+
+def _sync_epoch(ctx, w, target, init, issue, after_local, verify_target):
+    """run_epoch's "sync": target-side stores inside a passive epoch, published with
+    Win_sync."""
+    w.Lock_all()
+    init()
+    w.Sync()
+    ctx.comm.Barrier()
+    MPI.Request.Waitall(issue())
+    w.Flush(target)
+    after_local()
+    ctx.comm.Barrier()
+    w.Sync()
+    verify_target()
+    ctx.comm.Barrier()
+    w.Unlock_all()
+
+
+def _pscw_epoch(ctx, w, issue, after_local, verify_target):
+    """run_epoch's "pscw": this rank exposes its window to its left neighbour and
+    accesses its right one's."""
+    post, start = _group(ctx, ctx.left), _group(ctx, ctx.right)
+    w.Post(post)
+    w.Start(start)
+    MPI.Request.Waitall(issue())
+    w.Complete()
+    after_local()
+    w.Wait()
+    verify_target()
+    post.Free()
+    start.Free()
+    ctx.comm.Barrier()
+
+
+def _flush_epoch(ctx, w, sync, target, issue, after_local, verify_target):
+    """run_epoch's flush modes, in one Lock_all epoch: the operations completed by
+    Flush / Flush_all, or first at the origin by Flush_local / Flush_local_all."""
+    w.Lock_all()
+    MPI.Request.Waitall(issue())
+    if sync == "flush_local":
+        w.Flush_local(target)
+        after_local()
+        w.Flush(target)
+    elif sync == "flush_local_all":
+        w.Flush_local_all()
+        after_local()
+        w.Flush_all()
+    else:
+        w.Flush(target) if sync == "flush" else w.Flush_all()
+        after_local()
+    ctx.comm.Barrier()
+    w.Sync()
+    verify_target()  # inside the epoch: flush alone must have completed it remotely
+    ctx.comm.Barrier()
+    w.Unlock_all()
 
 
 # ---------------------------------------------------------------- comparisons
@@ -305,7 +322,6 @@ REQUEST = {"rput", "rget", "racc", "rgacc"}
 def rma_check(ctx, spec):
     """Put / Get / (R)accumulate / (R)get_accumulate / Fetch_and_op from every rank
     to its right neighbour, in one flavor and sync mode, with derived layouts."""
-    op, mpi_op = spec["op"], spec.get("mpi_op", "REPLACE")
     dname, n = spec["dtype"], spec["count"]
     dtype, base = sem.NUMPY_DTYPES[dname], MPI_TYPES[dname]
     olay = Layout(spec.get("olayout", "contig"), n, base) if n else None
@@ -314,6 +330,24 @@ def rma_check(ctx, spec):
     region = (REGION_OFFSET, REGION_OFFSET + tspan * dtype.itemsize)
     win = Window(ctx, spec["flavor"], spec.get("disp_unit", dtype.itemsize),
                  region[1] + TAIL)
+    steps, errors = _rma_steps(ctx, spec, win, olay, tlay, region)
+    try:
+        run_epoch(ctx, win, spec["sync"], ctx.right, *steps)
+    finally:
+        win.free()
+        for lay in (olay, tlay):
+            if lay is not None:
+                lay.free()
+    return errors
+
+
+def _rma_steps(ctx, spec, win, olay, tlay, region):
+    """rma_check's steps for run_epoch (init, issue, after_local, verify_target) over
+    its window and layouts (None for no elements), and the list of errors they fill."""
+    op, mpi_op = spec["op"], spec.get("mpi_op", "REPLACE")
+    dname, n = spec["dtype"], spec["count"]
+    dtype, base = sem.NUMPY_DTYPES[dname], MPI_TYPES[dname]
+    tspan = tlay.span if n else 0
     seed = sem.seed_of(spec["id"])
     highbit = spec.get("highbit", False)
     val_op = "REPLACE" if op in ("put", "rput", "get", "rget") else mpi_op
@@ -340,33 +374,7 @@ def rma_check(ctx, spec):
             win.local[region[0]:region[1]].view(dtype)[:] = target_init(ctx.rank)
 
     def issue():
-        t, disp = ctx.right, win.disp(ctx.right, REGION_OFFSET)
-        ospec = [obuf, olay.count, olay.datatype] if n else [obuf, 0, base]
-        tspec = (disp, tlay.count, tlay.datatype) if n else (disp, 0, base)
-        rspec = [rbuf, olay.count, olay.datatype] if n and rbuf is not None else \
-            [rbuf, 0, base]
-        w, o = win.win, MPI_OPS[mpi_op]
-        if op == "put":
-            w.Put(ospec, t, tspec)
-        elif op == "get":
-            w.Get(rspec, t, tspec)
-        elif op == "acc":
-            w.Accumulate(ospec, t, tspec, o)
-        elif op == "gacc":
-            w.Get_accumulate(ospec, rspec, t, tspec, o)
-        elif op == "fop":
-            w.Fetch_and_op([obuf, base], [rbuf, base], t, disp, o)
-        elif op == "rput":
-            return [w.Rput(ospec, t, tspec)]
-        elif op == "rget":
-            return [w.Rget(rspec, t, tspec)]
-        elif op == "racc":
-            return [w.Raccumulate(ospec, t, tspec, o)]
-        elif op == "rgacc":
-            return [w.Rget_accumulate(ospec, rspec, t, tspec, o)]
-        else:
-            raise ValueError(op)
-        return []
+        return _post(win, op, mpi_op, ctx.right, n, base, obuf, rbuf, olay, tlay)
 
     def after_local():
         if rbuf is not None:
@@ -390,14 +398,40 @@ def rma_check(ctx, spec):
         errors.extend(describe_mismatch(f"window of target {ctx.rank}", win.local.copy(),
                                         want, region, dtype))
 
-    try:
-        run_epoch(ctx, win, spec["sync"], ctx.right, init, issue, after_local, verify_target)
-    finally:
-        win.free()
-        for lay in (olay, tlay):
-            if lay is not None:
-                lay.free()
-    return errors
+    return (init, issue, after_local, verify_target), errors
+
+
+def _post(win, op, mpi_op, t, n, base, obuf, rbuf, olay, tlay):
+    """rma_check's issue: op from obuf (rbuf: what a fetching op fetches into) laid out
+    as olay into the region of rank t laid out as tlay, of n elements of base (0: none,
+    no layouts). Returns its request in a list (a request op), else []."""
+    disp = win.disp(t, REGION_OFFSET)
+    ospec = [obuf, olay.count, olay.datatype] if n else [obuf, 0, base]
+    tspec = (disp, tlay.count, tlay.datatype) if n else (disp, 0, base)
+    rspec = [rbuf, olay.count, olay.datatype] if n and rbuf is not None else \
+        [rbuf, 0, base]
+    w, o = win.win, MPI_OPS[mpi_op]
+    if op == "put":
+        w.Put(ospec, t, tspec)
+    elif op == "get":
+        w.Get(rspec, t, tspec)
+    elif op == "acc":
+        w.Accumulate(ospec, t, tspec, o)
+    elif op == "gacc":
+        w.Get_accumulate(ospec, rspec, t, tspec, o)
+    elif op == "fop":
+        w.Fetch_and_op([obuf, base], [rbuf, base], t, disp, o)
+    elif op == "rput":
+        return [w.Rput(ospec, t, tspec)]
+    elif op == "rget":
+        return [w.Rget(rspec, t, tspec)]
+    elif op == "racc":
+        return [w.Raccumulate(ospec, t, tspec, o)]
+    elif op == "rgacc":
+        return [w.Rget_accumulate(ospec, rspec, t, tspec, o)]
+    else:
+        raise ValueError(op)
+    return []
 
 
 # ---------------------------------------------------------------- compare-and-swap
