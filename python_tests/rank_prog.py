@@ -35,6 +35,7 @@ def all_checks():
     import rank_idle
     import rank_linked_list
     import rank_many_windows
+    import rank_max_attach
     import rank_nic_down
     import rank_node_local
     import rank_own_cas
@@ -45,6 +46,7 @@ def all_checks():
     checks = dict(rank_checks.CHECKS)
     for more in (rank_concurrency.CONCURRENCY_CHECKS,
                  rank_attach.ATTACH_CHECKS, rank_linked_list.LINKED_LIST_CHECKS,
+                 rank_max_attach.MAX_ATTACH_CHECKS,
                  rank_rcache.RCACHE_CHECKS, rank_reglimit.REGLIMIT_CHECKS,
                  rank_domain.DOMAIN_CHECKS, rank_many_windows.MANY_WINDOWS_CHECKS,
                  rank_idle.IDLE_CHECKS, rank_node_local.NODE_LOCAL_CHECKS,

@@ -25,8 +25,9 @@ with that error class only is reported as xfail there, never as a pass. Any
 other error, a wrong list, or counters that did not move fail it. The
 "first" launch must be exact on every Open MPI.
 
-test_max_attach: osc_rdma_max_attach=8 allows 8 regions, each carrying a Put;
-the 9th attach must fail with MPI_ERR_RMA_ATTACH, never MPI_ERR_ARG.
+test_max_attach (rank side: rank_max_attach.py): osc_rdma_max_attach=8 allows
+8 regions, each carrying a Put; the 9th attach must fail with
+MPI_ERR_RMA_ATTACH, never MPI_ERR_ARG.
 """
 
 import functools
