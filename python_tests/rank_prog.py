@@ -56,9 +56,9 @@ def all_checks():
     return checks
 
 
-def main(plan_path, report_path):
-    with open(plan_path, encoding="utf-8") as fh:
-        plan = json.load(fh)
+def before_mpi(plan):
+    """What the plan asks of this process before MPI starts: its cpu
+    (bind_by_local_rank) and an earlier job's shm regions (stale_shm_regions)."""
     cpus = plan.get("bind_by_local_rank")
     if cpus:
         # bound before MPI_Init, as mpirun --bind-to would (Open MPI 4.1 and 5.0 alike)
@@ -67,6 +67,42 @@ def main(plan_path, report_path):
     for i in range(plan.get("stale_shm_regions", 0)):
         with open(f"/dev/shm/{os.getpid()}:{os.getuid()}:{i}", "wb") as fh:
             fh.write(bytes(4096))
+
+
+def run_check(comm, ctx, checks, counters, spec):
+    """One check of the plan on every rank; on rank 0 its record (errors and counter
+    deltas summed over the ranks), elsewhere None."""
+    rank = comm.Get_rank()
+    comm.Barrier()
+    before = counters.snapshot()
+    start = time.monotonic()
+    try:
+        errors = checks[spec["kind"]](ctx, spec)
+    except Exception as exc:  # an MPI error class or a bug: report, keep going
+        errors = [f"rank {rank}: {type(exc).__name__}: {exc}",
+                  traceback.format_exc(limit=4).strip().splitlines()[-3].strip()]
+        print(f"CHECK-ERROR {spec['id']} rank {rank}: {type(exc).__name__}: {exc}",
+              file=sys.stderr, flush=True)
+    seconds = time.monotonic() - start
+    after = counters.snapshot()
+    delta = {k: after[k] - before.get(k, 0) for k in after}
+    gathered = comm.gather([errors, delta], root=0)
+    if rank != 0:
+        return None
+    total = {}
+    all_errors = []
+    for r, (errs, d) in enumerate(gathered):
+        all_errors += [e if e.startswith("rank ") else f"rank {r}: {e}" for e in errs]
+        for k, v in d.items():
+            total[k] = total.get(k, 0) + v
+    return {"type": "check", "id": spec["id"], "errors": all_errors[:12],
+            "n_errors": len(all_errors), "deltas": total, "seconds": round(seconds, 4)}
+
+
+def main(plan_path, report_path):
+    with open(plan_path, encoding="utf-8") as fh:
+        plan = json.load(fh)
+    before_mpi(plan)
     import mpi4py
 
     mpi4py.rc.thread_level = plan.get("thread_level", "multiple")
@@ -95,30 +131,9 @@ def main(plan_path, report_path):
     ctx.counters = counters  # for checks that judge phases of their own
     live_before = comm.reduce(counters.snapshot().get("registrations_live", 0), root=0)
     for spec in plan["checks"]:
-        comm.Barrier()
-        before = counters.snapshot()
-        start = time.monotonic()
-        try:
-            errors = checks[spec["kind"]](ctx, spec)
-        except Exception as exc:  # an MPI error class or a bug: report, keep going
-            errors = [f"rank {rank}: {type(exc).__name__}: {exc}",
-                      traceback.format_exc(limit=4).strip().splitlines()[-3].strip()]
-            print(f"CHECK-ERROR {spec['id']} rank {rank}: {type(exc).__name__}: {exc}",
-                  file=sys.stderr, flush=True)
-        seconds = time.monotonic() - start
-        after = counters.snapshot()
-        delta = {k: after[k] - before.get(k, 0) for k in after}
-        gathered = comm.gather([errors, delta], root=0)
+        record = run_check(comm, ctx, checks, counters, spec)
         if rank == 0:
-            total = {}
-            all_errors = []
-            for r, (errs, d) in enumerate(gathered):
-                all_errors += [e if e.startswith("rank ") else f"rank {r}: {e}" for e in errs]
-                for k, v in d.items():
-                    total[k] = total.get(k, 0) + v
-            emit({"type": "check", "id": spec["id"], "errors": all_errors[:12],
-                  "n_errors": len(all_errors), "deltas": total,
-                  "seconds": round(seconds, 4)})
+            emit(record)
     comm.Barrier()
     live_after = comm.reduce(counters.snapshot().get("registrations_live", 0), root=0)
     if rank == 0:
