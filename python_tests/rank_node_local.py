@@ -57,35 +57,7 @@ def node_local_check(ctx, spec):
     win.Set_errhandler(MPI.ERRORS_RETURN)
     fetched = np.zeros(rounds, dtype=np.int64)
     try:
-        comm.Barrier()
-        win.Lock_all()
-        for target in range(size):
-            win.Put(np.array([_stamp(rank)], dtype=np.int64), target, rank)
-        win.Flush_all()
-        one, got = np.array([1], dtype=np.int64), np.zeros(1, dtype=np.int64)
-        for i in range(rounds):
-            win.Fetch_and_op(one, got, 0, size, MPI.SUM)
-            win.Flush(0)
-            fetched[i] = got[0]
-            win.Accumulate(one, 0, size, MPI.SUM)
-        win.Flush_all()
-        cas_increments(win, 0, size + 1, rounds)
-        win.Unlock_all()
-        comm.Barrier()
-        want = [_stamp(r) for r in range(size)]
-        if mem[:size].tolist() != want:
-            errors.append(f"rank {rank}: window holds {mem[:size].tolist()}, expected {want}")
-        win.Lock_all()
-        back = np.zeros((size, size + 2), dtype=np.int64)
-        for target in range(size):
-            win.Get(back[target], target, 0)
-        win.Flush_all()
-        win.Unlock_all()
-        for target in range(size):
-            if back[target][:size].tolist() != want:
-                errors.append(f"rank {rank}: got {back[target][:size].tolist()} from rank "
-                              f"{target}, expected {want}")
-        comm.Barrier()
+        _window_traffic(comm, win, mem, rounds, fetched, errors)
     except MPI.Exception as exc:
         errors.append(f"rank {rank}: {exc.Get_error_string()}")
     finally:
@@ -93,23 +65,68 @@ def node_local_check(ctx, spec):
     after = ctx.counters.snapshot() if ctx.counters else {}
     every = comm.gather(fetched, root=0)
     if rank == 0 and not errors:
-        total = 2 * rounds * size
-        if int(mem[size]) != total:
-            errors.append(f"rank 0: counter {int(mem[size])}, expected {total} "
-                          f"({size} ranks x {rounds} fetch_and_op + {rounds} accumulate)")
-        if int(mem[size + 1]) != rounds * size:
-            errors.append(f"rank 0: compare-and-swap counter {int(mem[size + 1])}, expected "
-                          f"{rounds * size} ({size} ranks x {rounds}): "
-                          f"{rounds * size - int(mem[size + 1])} updates lost")
-        seen = np.concatenate(every)
-        values, counts = np.unique(seen, return_counts=True)
-        twice = values[counts > 1].tolist()
-        if twice:
-            errors.append(f"rank 0: fetch_and_op returned {len(twice)} values more than once "
-                          f"(first {twice[:5]}): updates were lost")
+        errors += _window_sums(mem, size, rounds, every)
     line = {"node_ranks": node_ranks, "local_selected": selected,
             "counters": _delta(before, after), "local_peers": after.get("local_peers", 0)}
     print(f"NODELOCAL {spec['id']} rank {rank}: {json.dumps(line)}", file=sys.stderr, flush=True)
+    return errors
+
+
+def _window_traffic(comm, win, mem, rounds, fetched, errors):
+    """node_local_check's operations in the window over mem (module docstring): the
+    stamps put and got back, checked here into errors; fetched gets the values this
+    rank's fetch_and_ops returned."""
+    rank, size = comm.Get_rank(), comm.Get_size()
+    comm.Barrier()
+    win.Lock_all()
+    for target in range(size):
+        win.Put(np.array([_stamp(rank)], dtype=np.int64), target, rank)
+    win.Flush_all()
+    one, got = np.array([1], dtype=np.int64), np.zeros(1, dtype=np.int64)
+    for i in range(rounds):
+        win.Fetch_and_op(one, got, 0, size, MPI.SUM)
+        win.Flush(0)
+        fetched[i] = got[0]
+        win.Accumulate(one, 0, size, MPI.SUM)
+    win.Flush_all()
+    cas_increments(win, 0, size + 1, rounds)
+    win.Unlock_all()
+    comm.Barrier()
+    want = [_stamp(r) for r in range(size)]
+    if mem[:size].tolist() != want:
+        errors.append(f"rank {rank}: window holds {mem[:size].tolist()}, expected {want}")
+    win.Lock_all()
+    back = np.zeros((size, size + 2), dtype=np.int64)
+    for target in range(size):
+        win.Get(back[target], target, 0)
+    win.Flush_all()
+    win.Unlock_all()
+    for target in range(size):
+        if back[target][:size].tolist() != want:
+            errors.append(f"rank {rank}: got {back[target][:size].tolist()} from rank "
+                          f"{target}, expected {want}")
+    comm.Barrier()
+
+
+def _window_sums(mem, size, rounds, every):
+    """Rank 0's errors in its window after the traffic: the sums of the word that
+    fetch_and_op and accumulate added to and of the compare-and-swap word, and the
+    values fetched (every: each rank's), none twice."""
+    errors = []
+    total = 2 * rounds * size
+    if int(mem[size]) != total:
+        errors.append(f"rank 0: counter {int(mem[size])}, expected {total} "
+                      f"({size} ranks x {rounds} fetch_and_op + {rounds} accumulate)")
+    if int(mem[size + 1]) != rounds * size:
+        errors.append(f"rank 0: compare-and-swap counter {int(mem[size + 1])}, expected "
+                      f"{rounds * size} ({size} ranks x {rounds}): "
+                      f"{rounds * size - int(mem[size + 1])} updates lost")
+    seen = np.concatenate(every)
+    values, counts = np.unique(seen, return_counts=True)
+    twice = values[counts > 1].tolist()
+    if twice:
+        errors.append(f"rank 0: fetch_and_op returned {len(twice)} values more than once "
+                      f"(first {twice[:5]}): updates were lost")
     return errors
 
 
