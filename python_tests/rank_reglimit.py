@@ -31,18 +31,7 @@ def reglimit_check(ctx, spec):
     comm, errors = ctx.comm, []
     comm.Set_errhandler(MPI.ERRORS_RETURN)
     failed0 = ctx.counters.snapshot().get("registrations_failed", 0)
-    wins, bufs, failure = [], [], None
-    for i in range(spec["max"]):
-        buf = np.zeros(WIN_BYTES // 8, dtype=np.int64)
-        try:
-            win = MPI.Win.Create(buf, 8, comm=comm)
-        except MPI.Exception as exc:
-            failure = {"at": i, "class": exc.Get_error_class(), "text": exc.Get_error_string(),
-                       "err_win": exc.Get_error_class() == MPI.ERR_WIN}
-            break
-        win.Set_errhandler(MPI.ERRORS_RETURN)
-        wins.append(win)
-        bufs.append(buf)
+    wins, bufs, failure = _windows_to_the_limit(comm, spec["max"])
     failed = ctx.counters.snapshot().get("registrations_failed", 0) - failed0
     made = len(wins)
     # every rank must agree on how many windows exist before any is used
@@ -72,7 +61,35 @@ def reglimit_check(ctx, spec):
                       f"{exc.Get_error_string()}")
     for win in wins:
         win.Free()
-    # after the frees: a new window works
+    errors += _window_after_frees(ctx)
+    log = {"made": made, "failure": failure, "registrations_failed": failed}
+    print(f"REGLIMIT {spec['id']} rank {ctx.rank}: {json.dumps(log)}", file=sys.stderr,
+          flush=True)
+    return errors
+
+
+def _windows_to_the_limit(comm, most):
+    """Win.Create windows of WIN_BYTES, one after another, until one fails or `most` are
+    made: (the windows, their buffers, the failure or None)."""
+    wins, bufs, failure = [], [], None
+    for i in range(most):
+        buf = np.zeros(WIN_BYTES // 8, dtype=np.int64)
+        try:
+            win = MPI.Win.Create(buf, 8, comm=comm)
+        except MPI.Exception as exc:
+            failure = {"at": i, "class": exc.Get_error_class(), "text": exc.Get_error_string(),
+                       "err_win": exc.Get_error_class() == MPI.ERR_WIN}
+            break
+        win.Set_errhandler(MPI.ERRORS_RETURN)
+        wins.append(win)
+        bufs.append(buf)
+    return wins, bufs, failure
+
+
+def _window_after_frees(ctx):
+    """After the frees: a new window carries an accumulate, a put and a get exactly.
+    Returns this rank's errors."""
+    comm, errors = ctx.comm, []
     again = np.zeros(4, dtype=np.int64)
     try:
         win = MPI.Win.Create(again, 8, comm=comm)
@@ -94,9 +111,6 @@ def reglimit_check(ctx, spec):
     except MPI.Exception as exc:
         errors.append(f"rank {ctx.rank}: after freeing the windows, a new one failed: "
                       f"{exc.Get_error_string()}")
-    log = {"made": made, "failure": failure, "registrations_failed": failed}
-    print(f"REGLIMIT {spec['id']} rank {ctx.rank}: {json.dumps(log)}", file=sys.stderr,
-          flush=True)
     return errors
 
 
