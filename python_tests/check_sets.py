@@ -48,7 +48,8 @@ def make_check(kind="rma", tier="fast", **fields):
     return spec
 
 
-def _rma(op, flavor, sync, dtype, count, tier="fast", mpi_op=None, **extra):
+def op_check(op, flavor, sync, dtype, count, tier="fast", mpi_op=None, **extra):
+    """The check spec of one operation (compare-and-swap takes no count or MPI op)."""
     if op == "cas":
         return make_check("cas", tier, flavor_name=flavor, sync=sync, dtype=dtype, **extra)
     fields = dict(op=op, flavor_name=flavor, sync=sync, dtype=dtype, count=count, **extra)
@@ -77,11 +78,11 @@ def sync_sweep(tier="fast"):
     for sync in SYNCS:
         for op, dtype, count in (("put", "int64", 5), ("get", "int32", 5), ("acc", "int64", 1),
                                  ("gacc", "int64", 3), ("fop", "int64", 1), ("cas", "int64", 1)):
-            checks.append(_rma(op, create_like[k % len(create_like)], sync, dtype, count, tier))
+            checks.append(op_check(op, create_like[k % len(create_like)], sync, dtype, count, tier))
             k += 1
         if sync in PASSIVE_SYNCS:
             op = REQUEST_OPS[k % len(REQUEST_OPS)]
-            checks.append(_rma(op, create_like[k % len(create_like)], sync, "int64", 4, tier))
+            checks.append(op_check(op, create_like[k % len(create_like)], sync, "int64", 4, tier))
             k += 1
     return checks
 
@@ -96,7 +97,7 @@ def flavor_sweep(tier="fast"):
                 dtype = "int64"
             count = 1 if op in ("fop", "cas") else (k % 6) + 1
             mpi_op = _default_op(dtype, k)
-            checks.append(_rma(op, flavor, _sync_for(op, k), dtype, count, tier, mpi_op))
+            checks.append(op_check(op, flavor, _sync_for(op, k), dtype, count, tier, mpi_op))
             k += 1
     return checks
 
@@ -126,7 +127,7 @@ def op_dtype_sweep(tier="fast"):
             for count in counts:
                 flavor = flavors[(i + len(checks)) % len(flavors)]
                 sync = ("lock_all", "fence", "flush", "lock_shared")[(i + count) % 4]
-                checks.append(_rma(kind, flavor, sync, dtype, count, tier, mpi_op))
+                checks.append(op_check(kind, flavor, sync, dtype, count, tier, mpi_op))
     # make sure every op appears for every kind at least once in the fast set too
     if tier == "fast":
         for j, mpi_op in enumerate(sem.ALL_OPS):
@@ -134,7 +135,7 @@ def op_dtype_sweep(tier="fast"):
             for kind in ("acc", "gacc", "fop"):
                 if (kind == "acc" and mpi_op == "NO_OP") or (kind == "fop" and dtype == "2int"):
                     continue
-                spec = _rma(kind, "create_du8", "lock_all", dtype, 1, tier, mpi_op)
+                spec = op_check(kind, "create_du8", "lock_all", dtype, 1, tier, mpi_op)
                 if spec["id"] not in {c["id"] for c in checks}:
                     checks.append(spec)
     return checks
@@ -145,7 +146,7 @@ def request_sweep(tier="fast"):
     for k, op in enumerate(REQUEST_OPS):
         syncs = PASSIVE_SYNCS if tier == "full" else (PASSIVE_SYNCS[k * 2 % len(PASSIVE_SYNCS)],)
         for sync in syncs:
-            checks.append(_rma(op, ("create_du8", "dynamic")[k % 2], sync, "int64", 6, tier))
+            checks.append(op_check(op, ("create_du8", "dynamic")[k % 2], sync, "int64", 6, tier))
     return checks
 
 
@@ -166,7 +167,7 @@ def layout_sweep(tier="fast"):
                 # and float support; int64 (always) and int16 (never) pin the
                 # upstream Get_accumulate bug down deterministically
                 dtype = {"float64": "int16", "int32": "int64"}[dtype]
-            checks.append(_rma(op, ("create_du8", "dynamic", "create_du1")[(i + j) % 3],
+            checks.append(op_check(op, ("create_du8", "dynamic", "create_du1")[(i + j) % 3],
                                ("lock_all", "fence", "flush")[(i + j) % 3], dtype, 12, tier,
                                _default_op(dtype, i + j) if op in ("acc", "gacc") else None,
                                olayout=lo, tlayout=lt))
@@ -174,7 +175,7 @@ def layout_sweep(tier="fast"):
     # and off it (int16 -> get-op-put), so the bug is pinned down either way.
     for lo, lt in (("vector", "contig"), ("contig", "indexed")):
         for dtype in ("int64", "int16"):
-            checks.append(_rma("gacc", "create_du8", "lock_all", dtype, 6, tier, "SUM",
+            checks.append(op_check("gacc", "create_du8", "lock_all", dtype, 6, tier, "SUM",
                                olayout=lo, tlayout=lt))
     return checks
 
@@ -193,7 +194,7 @@ def gacc_float_layout_checks(tier="fast"):
     for i, (lo, lt) in enumerate(layouts):
         for j, dtype in enumerate(("float64", "float32", "int64")):
             for sync in syncs if tier == "full" else ("fence", syncs[1 + (i + j) % 3]):
-                checks.append(_rma("gacc", ("create_du8", "dynamic")[(i + j) % 2], sync, dtype,
+                checks.append(op_check("gacc", ("create_du8", "dynamic")[(i + j) % 2], sync, dtype,
                                    6, tier, ("SUM", "MAX")[i % 2], olayout=lo, tlayout=lt))
     return checks
 
@@ -204,7 +205,7 @@ def size_sweep(tier="fast", big=8 << 20):
     checks = []
     for i, nbytes in enumerate(sizes):
         for op in ("put", "get"):
-            checks.append(_rma(op, ("create_du1", "dynamic")[i % 2],
+            checks.append(op_check(op, ("create_du1", "dynamic")[i % 2],
                                ("flush", "fence", "lock_exclusive")[i % 3], "int8", nbytes, tier))
     return checks
 
@@ -216,7 +217,7 @@ def threshold_sweep(tier="fast"):
     checks = []
     for i, count in enumerate(counts):
         for kind, op in (("acc", "SUM"), ("gacc", "BXOR")):
-            checks.append(_rma(kind, "create_du8", ("lock_all", "fence")[i % 2], "int64", count,
+            checks.append(op_check(kind, "create_du8", ("lock_all", "fence")[i % 2], "int64", count,
                                tier, op))
     return checks
 
@@ -243,14 +244,14 @@ def special_checks(tier="fast"):
     for dtype in ("uint32", "uint64"):
         for mpi_op in ("MIN", "MAX"):
             for flavor in ("create_du8", "allocate"):
-                checks.append(_rma("acc", flavor, "lock_all", dtype, 1, tier, mpi_op,
+                checks.append(op_check("acc", flavor, "lock_all", dtype, 1, tier, mpi_op,
                                    highbit=True))
-            checks.append(_rma("fop", "dynamic", "flush", dtype, 1, tier, mpi_op, highbit=True))
+            checks.append(op_check("fop", "dynamic", "flush", dtype, 1, tier, mpi_op, highbit=True))
     # 8-byte compare-and-swap on a Win.Allocate window (open-mpi/ompi#7967)
     for sync in ("lock_shared", "fence"):
-        checks.append(_rma("cas", "allocate", sync, "int64", 1, tier))
+        checks.append(op_check("cas", "allocate", sync, "int64", 1, tier))
     for dtype in CAS_DTYPES:
-        checks.append(_rma("cas", "create_du8", "lock_all", dtype, 1, tier))
+        checks.append(op_check("cas", "create_du8", "lock_all", dtype, 1, tier))
     return checks
 
 
@@ -263,7 +264,7 @@ def full_product():
                 if op in REQUEST_OPS and sync not in PASSIVE_SYNCS:
                     continue
                 count = 1 if op in ("fop", "cas") else 5
-                checks.append(_rma(op, flavor, sync, "int64", count, "full"))
+                checks.append(op_check(op, flavor, sync, "int64", count, "full"))
     return checks
 
 

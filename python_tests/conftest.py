@@ -121,7 +121,7 @@ class LaunchCache:
             import outcome
 
             probe = matrix.Group(provider, "default", 2, "base")
-            plan = {"checks": [check_sets._rma("put", "create_du8", "fence", "int64", 4)]}
+            plan = {"checks": [check_sets.op_check("put", "create_du8", "fence", "int64", 4)]}
             status = ("unknown", "btl-ofi neither carried a Put nor said why, 3 attempts")
             for attempt in range(3):
                 workdir = self.tmp_root / ("preflight-" + provider.replace(";", "+")

@@ -18,10 +18,10 @@ import outcome
 # no compare-and-swap here: the fallback osc/rdma + btl/vader itself crashes in
 # MPI_Compare_and_swap on Win.Create windows, which is not what these cases test
 PLAN = [
-    check_sets._rma("put", "create_du8", "fence", "int64", 8),
-    check_sets._rma("get", "create_du8", "lock_shared", "int64", 8),
-    check_sets._rma("acc", "create_du8", "lock_all", "int64", 1, mpi_op="SUM"),
-    check_sets._rma("fop", "create_du8", "flush", "int64", 1, mpi_op="SUM"),
+    check_sets.op_check("put", "create_du8", "fence", "int64", 8),
+    check_sets.op_check("get", "create_du8", "lock_shared", "int64", 8),
+    check_sets.op_check("acc", "create_du8", "lock_all", "int64", 1, mpi_op="SUM"),
+    check_sets.op_check("fop", "create_du8", "flush", "int64", 1, mpi_op="SUM"),
 ]
 
 DISABLING = "btl-ofi is disabling itself; Open MPI continues without"

@@ -25,17 +25,17 @@ FORCED = dict(matrix.VARIANTS["messages"])
 # Small, but every path: fetching and non-fetching atomics of both widths and
 # floats, compare-and-swap, gets from one byte to several pieces, accumulates
 # beyond osc/rdma's atomic limit (get-op-put), contention.
-PLAN = ([check_sets._rma("fop", "create_du8", "lock_exclusive", "int64", 1),
-         check_sets._rma("acc", "create_du8", "flush", "int64", 3),
-         check_sets._rma("gacc", "dynamic", "lock_all", "int64", 2, mpi_op="MAX"),
-         check_sets._rma("acc", "create_du4", "fence", "int32", 4, mpi_op="BXOR"),
+PLAN = ([check_sets.op_check("fop", "create_du8", "lock_exclusive", "int64", 1),
+         check_sets.op_check("acc", "create_du8", "flush", "int64", 3),
+         check_sets.op_check("gacc", "dynamic", "lock_all", "int64", 2, mpi_op="MAX"),
+         check_sets.op_check("acc", "create_du4", "fence", "int32", 4, mpi_op="BXOR"),
          check_sets.make_check("cas", "fast", flavor_name="create_du8", sync="fence",
                                dtype="int64"),
          check_sets.make_check("cas", "fast", flavor_name="dynamic", sync="flush", dtype="int32"),
-         check_sets._rma("get", "dynamic", "flush", "int32", 5),
-         check_sets._rma("get", "create_du1", "lock_exclusive", "int8", 4099),
-         check_sets._rma("get", "create_du1", "fence", "int8", (1 << 20) + 13),
-         check_sets._rma("acc", "create_du8", "lock_all", "int64", 600)]
+         check_sets.op_check("get", "dynamic", "flush", "int32", 5),
+         check_sets.op_check("get", "create_du1", "lock_exclusive", "int8", 4099),
+         check_sets.op_check("get", "create_du1", "fence", "int8", (1 << 20) + 13),
+         check_sets.op_check("acc", "create_du8", "lock_all", "int64", 600)]
         + check_sets.concurrency_checks()[:2])
 
 
@@ -112,8 +112,8 @@ disabling itself; Open MPI continues without it.
   Processes:  {processes}'''
 
 # What the declining runs try: no compare-and-swap (see test_bad_input.py).
-DECLINE_PLAN = [check_sets._rma("put", "create_du8", "fence", "int64", 8),
-                check_sets._rma("get", "create_du8", "lock_shared", "int64", 8)]
+DECLINE_PLAN = [check_sets.op_check("put", "create_du8", "fence", "int64", 8),
+                check_sets.op_check("get", "create_du8", "lock_shared", "int64", 8)]
 
 
 @pytest.fixture(scope="module")
@@ -175,7 +175,7 @@ def test_refused_get_requests(provider, tmp_path, mpi_env_file):
     check sees its result buffer untouched), and every other get is exact."""
     if provider not in [p.name for p in fabric.rdm_rma_atomic_providers()]:
         pytest.skip(f"{provider} not present here")
-    plan = {"checks": [check_sets._rma("get", "create_du8", "flush", "int64", 4)
+    plan = {"checks": [check_sets.op_check("get", "create_du8", "flush", "int64", 4)
                        for _ in range(4)]}
     launch = launcher.run_mpi(2, plan, 120, provider=provider, workdir=tmp_path,
                               ours={"gets": "messages", "debug_inject_cq_error": "2"})
@@ -199,7 +199,7 @@ def test_atomics_as_messages_with_read_proof(provider, tmp_path, mpi_env_file):
     both kinds of proof counted and no compare-and-swap loop."""
     if provider not in [p.name for p in fabric.rdm_rma_atomic_providers()]:
         pytest.skip(f"{provider} not present here")
-    plan = {"checks": PLAN + [check_sets._rma("put", "create_du8", "flush", "int64", 5),
+    plan = {"checks": PLAN + [check_sets.op_check("put", "create_du8", "flush", "int64", 5),
                               check_sets.make_check("excl_lock", "fast", flavor_name="create_du8",
                                                     repeat=30)]}
     launch = launcher.run_mpi(2, plan, 180, provider=provider, workdir=tmp_path,

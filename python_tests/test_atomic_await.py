@@ -18,16 +18,16 @@ import outcome
 
 # Fetching atomics of both widths, under every kind of epoch, beside what is not waited for
 # (puts, gets, non-fetching accumulates), and several origins on one word.
-PLAN = ([check_sets._rma("fop", "create_du8", "lock_exclusive", "int64", 1),
-         check_sets._rma("fop", "create_du8", "flush", "int64", 1),
-         check_sets._rma("gacc", "create_du8", "lock_all", "int64", 1, mpi_op="MAX"),
-         check_sets._rma("gacc", "dynamic", "fence", "int32", 1, mpi_op="BXOR"),
+PLAN = ([check_sets.op_check("fop", "create_du8", "lock_exclusive", "int64", 1),
+         check_sets.op_check("fop", "create_du8", "flush", "int64", 1),
+         check_sets.op_check("gacc", "create_du8", "lock_all", "int64", 1, mpi_op="MAX"),
+         check_sets.op_check("gacc", "dynamic", "fence", "int32", 1, mpi_op="BXOR"),
          check_sets.make_check("cas", "fast", flavor_name="create_du8", sync="lock_shared",
                                dtype="int64"),
          check_sets.make_check("cas", "fast", flavor_name="dynamic", sync="flush", dtype="int32"),
-         check_sets._rma("acc", "create_du8", "flush", "int64", 3),
-         check_sets._rma("put", "create_du8", "fence", "int64", 8),
-         check_sets._rma("get", "create_du8", "lock_shared", "int64", 8)]
+         check_sets.op_check("acc", "create_du8", "flush", "int64", 3),
+         check_sets.op_check("put", "create_du8", "fence", "int64", 8),
+         check_sets.op_check("get", "create_du8", "lock_shared", "int64", 8)]
         + check_sets.concurrency_checks()[:2])
 
 WHERE = [("shm", "base"), ("tcp;ofi_rxm", "base"), ("shm", "messages")]

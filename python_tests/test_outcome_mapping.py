@@ -10,7 +10,7 @@ import matrix
 import outcome
 
 GROUP = matrix.Group("shm", "default", 2, "base", "virt_addr")
-PUT = check_sets._rma("put", "create_du8", "fence", "int64", 4)
+PUT = check_sets.op_check("put", "create_du8", "fence", "int64", 4)
 SELECTED = "".join(f"[vm:{p}] btl:{launcher.component_name()}: selected provider shm "
                    f"(fabric shm, domain shm), "
                    f"mr_mode virt_addr, key size 8, completion delivery\n" for p in (1, 2))
@@ -148,7 +148,7 @@ def test_crash_shows_the_frames_nearest_the_fault():
 
 
 def test_allocate_must_not_touch_the_btl():
-    spec = check_sets._rma("put", "allocate", "fence", "int64", 4)
+    spec = check_sets.op_check("put", "allocate", "fence", "int64", 4)
     rec = {**check(), "id": spec["id"]}
     verdict = outcome.judge_check(fake([START_OK, rec]), GROUP, spec)
     assert verdict.status == "fail" and "must not use any BTL" in verdict.message

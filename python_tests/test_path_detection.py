@@ -18,10 +18,10 @@ import outcome
 pytestmark = pytest.mark.path
 
 SMALL_PLAN = [
-    check_sets._rma("put", "create_du8", "fence", "int64", 16),
-    check_sets._rma("get", "create_du8", "lock_shared", "int64", 16),
-    check_sets._rma("acc", "create_du8", "lock_all", "int64", 1, mpi_op="SUM"),
-    check_sets._rma("fop", "create_du8", "flush", "int64", 1, mpi_op="SUM"),
+    check_sets.op_check("put", "create_du8", "fence", "int64", 16),
+    check_sets.op_check("get", "create_du8", "lock_shared", "int64", 16),
+    check_sets.op_check("acc", "create_du8", "lock_all", "int64", 1, mpi_op="SUM"),
+    check_sets.op_check("fop", "create_du8", "flush", "int64", 1, mpi_op="SUM"),
 ]
 
 

@@ -23,8 +23,8 @@ import shm_files
 
 pytestmark = pytest.mark.reliability
 
-PLAN = {"checks": [check_sets._rma("put", "create_du8", "fence", "int64", 8),
-                   check_sets._rma("fop", "create_du8", "lock_all", "int64", 1, mpi_op="SUM")],
+PLAN = {"checks": [check_sets.op_check("put", "create_du8", "fence", "int64", 8),
+                   check_sets.op_check("fop", "create_du8", "lock_all", "int64", 1, mpi_op="SUM")],
         "stale_shm_regions": 4}
 
 

@@ -97,7 +97,7 @@ def test_btl_corrupted_keys_are_caught(tmp_path):
     (btl_<c>_debug_inject_cq_error): on the verbs-like mode set the strict provider
     must reject those with error completions and count key_unknown, and
     btl-ofi must count the CQ errors."""
-    plan = {"checks": [check_sets._rma(op, "create_du8", "flush", "int64", 4)
+    plan = {"checks": [check_sets.op_check(op, "create_du8", "flush", "int64", 4)
                        for op in ("put", "get", "put", "get")]}
     env = _strict_env(tmp_path, "local,virt_addr,allocated,prov_key")
     launch = launcher.run_mpi(2, plan, 90, provider="shm;ofi_strictmr", workdir=tmp_path,
@@ -116,11 +116,12 @@ def test_btl_corrupted_keys_are_caught(tmp_path):
 SERVED_BITS = ("local", "virt_addr", "allocated", "prov_key", "endpoint")
 COMBINATIONS = [tuple(b for i, b in enumerate(SERVED_BITS) if mask >> i & 1)
                 for mask in range(1 << len(SERVED_BITS))]
-SMALL_PLAN = {"checks": [check_sets._rma("put", "create_du8", "flush", "int64", 4),
-                         check_sets._rma("get", "create_du8", "lock_shared", "int64", 4),
-                         check_sets._rma("acc", "create_du8", "fence", "int64", 4, mpi_op="SUM"),
-                         check_sets._rma("fop", "create_du8", "flush", "int64", 1, mpi_op="SUM"),
-                         check_sets._rma("cas", "create_du8", "flush", "int64", 1)]}
+SMALL_PLAN = {"checks": [
+    check_sets.op_check("put", "create_du8", "flush", "int64", 4),
+    check_sets.op_check("get", "create_du8", "lock_shared", "int64", 4),
+    check_sets.op_check("acc", "create_du8", "fence", "int64", 4, mpi_op="SUM"),
+    check_sets.op_check("fop", "create_du8", "flush", "int64", 1, mpi_op="SUM"),
+    check_sets.op_check("cas", "create_du8", "flush", "int64", 1)]}
 
 
 @pytest.mark.full
