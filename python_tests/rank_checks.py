@@ -10,7 +10,6 @@ origins at once, built on these windows and comparisons, are in
 rank_concurrency.py.
 """
 
-import math
 
 import numpy as np
 from mpi4py import MPI

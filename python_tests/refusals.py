@@ -26,16 +26,16 @@ PLAN = [
 
 DISABLING = "btl-ofi is disabling itself; Open MPI continues without"
 
-MALFORMED = f'''btl-ofi cannot read a provider list it was given: names are separated by
+MALFORMED = '''btl-ofi cannot read a provider list it was given: names are separated by
 single commas, with no spaces and no empty items (for example
 "shm,tcp;ofi_rxm"); only the include list may begin with "^", which leaves
 out the names that follow, as in FI_PROVIDER. btl-ofi is disabling itself;
 Open MPI continues without it.
 
-  Parameter:  btl_{{c}}_{{which}}
-  Value:      "{{value}}"
-  Bad item:   "{{item}}"
-  Processes:  {{processes}}'''
+  Parameter:  btl_{c}_{which}
+  Value:      "{value}"
+  Bad item:   "{item}"
+  Processes:  {processes}'''
 
 INCLUDE_EXCLUDE = f'''btl-ofi was given both a provider include list and an exclude list; only
 one may be set. {DISABLING} it.
