@@ -37,10 +37,11 @@
  * Prints a table, or with --json one JSON object per row. Exit 0 when it ran
  * (it measures, it does not judge), 2 on usage or a pipe/fork failure.
  *
- * This file holds the options and main; stale_key.h says which of the other
+ * This file holds the options and main; stale_key_base.h says which of the other
  * stale_key_*.c files holds what. Build: cc tools/stale_key*.c -o stale_key -lfabric
  */
-#include "stale_key.h"
+#include "stale_key_output.h"
+#include "stale_key_pair.h"
 
 #include <stdlib.h>
 #include <string.h>

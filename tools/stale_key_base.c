@@ -5,7 +5,7 @@
  * manual-progress providers) and the one-byte messages through the pipes to the peer, every
  * wait bounded.
  */
-#include "stale_key.h"
+#include "stale_key_base.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -2,7 +2,7 @@
  * stale_key's output: a row per configuration, as a table line of short cells or as one
  * JSON object with every probe's record (see the legend main prints under the table).
  */
-#include "stale_key.h"
+#include "stale_key_output.h"
 
 #include <string.h>
 

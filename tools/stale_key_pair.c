@@ -5,7 +5,8 @@
  * fabric, domain, AV, CQ and endpoint, swaps addresses with its peer, runs its part of the
  * probe (stale_key_probe.c) and reports before it tears down.
  */
-#include "stale_key.h"
+#include "stale_key_pair.h"
+#include "stale_key_probe.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -5,7 +5,7 @@
  * while the origin's probe runs; the origin posts the control write and the probe, each
  * with a bounded wait for its completion.
  */
-#include "stale_key.h"
+#include "stale_key_probe.h"
 
 #include <rdma/fi_rma.h>
 #include <string.h>

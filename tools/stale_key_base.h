@@ -1,16 +1,16 @@
 /*
- * stale_key's private declarations (the probes are described at the top of stale_key.c),
- * included only by its files, each calling only into those below it:
+ * stale_key's lowest layer (stale_key_base.c): the types every part shares, the run's
+ * settings, the names of probes and configurations, and the clock, CQ and pipe helpers.
+ * The parts above it each have a header of their own, and each includes only those below:
  *   stale_key.c         options, the rows to measure, main
  *   stale_key_output.c  the table and the JSON rows
  *   stale_key_pair.c    a probe's process pair: forked, bounded and reaped by the
  *                       parent; each child's fabric, endpoint and report
  *   stale_key_probe.c   what the target and the origin do in a probe
- *   stale_key_base.c    the settings and names, the clock, CQ progress and the pipe
- *                       messages between the pair
+ *   stale_key_base.c    this header's functions
  */
-#ifndef STALE_KEY_H
-#define STALE_KEY_H
+#ifndef STALE_KEY_BASE_H
+#define STALE_KEY_BASE_H
 
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
@@ -111,17 +111,6 @@ static inline int all_bytes(const volatile uint8_t *p, uint8_t v)
     return 1;
 }
 
-/* stale_key_output.c */
-void print_row(const struct config *cfg, int selected, const struct probe_run *runs);
-
-/* stale_key_pair.c: 0, or 2 on a pipe/fork failure */
-int run_probe(const struct config *cfg, int probe, struct probe_run *pr);
-
-/* stale_key_probe.c */
-int target(struct side *s, const struct config *cfg, int probe, struct fi_info *info);
-int origin(struct side *s, int probe, struct fi_info *info);
-
-/* stale_key_base.c */
 long now_ms(void);
 void nap(void);
 void drain(struct side *s);
