@@ -268,7 +268,8 @@ def full_product():
     return checks
 
 
-def _dedupe(checks):
+def dedupe(checks):
+    """checks without repeats of an id, in their order."""
     seen, out = set(), []
     for c in checks:
         if c["id"] not in seen:
@@ -313,4 +314,4 @@ def checks_for(group):
     full = [c for c in full if c["id"] not in fast_ids]
     for c in full:
         c["tier"] = "full"
-    return _dedupe(fast) + _dedupe(full)
+    return dedupe(fast) + dedupe(full)

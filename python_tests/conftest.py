@@ -102,12 +102,7 @@ class LaunchCache:
                 specs.append(params["check"])
         if not specs:  # only the group-level test was selected: run its fast checks
             specs = [c for c in check_sets.checks_for(group) if c["tier"] == "fast"]
-        seen, unique = set(), []
-        for s in specs:
-            if s["id"] not in seen:
-                seen.add(s["id"])
-                unique.append(s)
-        return unique
+        return check_sets.dedupe(specs)
 
     def provider_status(self, provider):
         """Preflight, once per provider: does btl-ofi carry a Put on it, or does
