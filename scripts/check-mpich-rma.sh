@@ -170,5 +170,6 @@ fi
 echo "check-mpich-rma: MPICH $VERSION's tests: $TESTS"
 
 # ------------------------------------------------------------------ the rest: Python
-# scripts/mpich_rma.py: select, build, run across host namespaces, the table
+# scripts/mpich_rma.py: select (mpich_rma_select.py), build (mpich_rma_build.py), run
+# across host namespaces, the table
 exec python3 scripts/mpich_rma.py "$REPO" "$ENV_FILE" "$TESTS" "$VERSION" "${PYARGS[@]}" </dev/null
