@@ -26,14 +26,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO, ENV_FILE, TESTS, VERSION = sys.argv[1:5]
-TESTS = Path(TESTS)
-RMA = TESTS / "rma"
-os.environ["BTL_OFI_ENV_FILE"] = ENV_FILE
-sys.path.insert(0, os.path.join(REPO, "python_tests"))
-import launcher  # noqa: E402
-from mpich_rma_build import Build  # noqa: E402
-from mpich_rma_select import mark_skipped, parse_makefile_am, scan, select_cases  # noqa: E402
+from mpich_rma_build import Build
+from mpich_rma_select import mark_skipped, parse_makefile_am, scan, select_cases
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "python_tests"))
+import launcher  # noqa: E402  the suite's env file, mpirun argv, Hosts and bounded runs
 
 # A test that prints an error line per element can write gigabytes: such a run is
 # stopped there (a failure), and its log keeps the start and the end of the output.
@@ -44,7 +42,7 @@ def log(msg):
     print(f"check-mpich-rma: {msg}", flush=True)
 
 
-def parse_args():
+def parse_args(argv):
     p = argparse.ArgumentParser(prog="check-mpich-rma.sh")
     p.add_argument("--intrinsic", action="store_true")
     p.add_argument("--intrinsic-only", action="store_true")
@@ -57,7 +55,7 @@ def parse_args():
     p.add_argument("--log-dir", default="")
     p.add_argument("--rebuild", action="store_true")
     p.add_argument("--build-only", action="store_true")
-    args = p.parse_args(sys.argv[5:])
+    args = p.parse_args(argv)
     if not 2 <= args.hosts <= 4:
         p.error("--hosts takes 2, 3 or 4")
     return args
@@ -80,8 +78,13 @@ BOILERPLATE_RE = re.compile(
     r"mpirun detected that one or more|the job to be terminated\. The first|^ *Process name:|"
     r"^ *Exit code:|plm:rsh: Warning: setpgid|orte_base_help_aggregate|more processes have "
     r"sent help message|^mpirun noticed that|^ *Local host:|^ *Process ID:|^ *PID:")
-COMPARE = {"pt2pt": "osc/pt2pt, btl/tcp",
-           "onenode": f"osc/rdma, btl/{launcher.node_btl()}, one host"}
+
+
+def compare_labels():
+    """The two runs of a failed test without btl-ofi, as its table's columns name them
+    (the node's BTL is the env file's, so after BTL_OFI_ENV_FILE is set)."""
+    return {"pt2pt": "osc/pt2pt, btl/tcp",
+            "onenode": f"osc/rdma, btl/{launcher.node_btl()}, one host"}
 
 
 def onenode_caveat(prog):
@@ -211,8 +214,8 @@ def _quote(a):
     return a if re.match(r"^[A-Za-z0-9_./=:,+-]+$", a) else "'" + a.replace("'", "'\\''") + "'"
 
 
-def setup_hosts(n, logdir, env):
-    setup = os.path.join(REPO, "scripts", "check-multihost.sh")
+def setup_hosts(repo, n, logdir, env):
+    setup = os.path.join(repo, "scripts", "check-multihost.sh")
     made = subprocess.run(["bash", setup, "--setup-only", "--hosts", str(n), "--log-dir", logdir],
                           env=env, capture_output=True, text=True, timeout=180)
     conf = os.path.join(logdir, "netns.conf")
@@ -225,26 +228,34 @@ def setup_hosts(n, logdir, env):
     return conf
 
 
-def teardown_hosts(conf):
+def teardown_hosts(repo, conf):
     if os.path.isfile(conf):
-        r = subprocess.run(["bash", os.path.join(REPO, "scripts", "check-multihost.sh"),
+        r = subprocess.run(["bash", os.path.join(repo, "scripts", "check-multihost.sh"),
                             "--teardown", conf], capture_output=True, text=True, timeout=120)
         log((r.stdout.strip().splitlines() or ["teardown: no output"])[-1])
 
 
-def main():
-    args = parse_args()
-    env = launcher.mpi_env()
-    envfile = launcher.load_env_file()
-    settings = (["intrinsic"] if args.intrinsic_only else
-                ["default", "intrinsic"] if args.intrinsic else ["default"])
-    only = re.compile(args.only) if args.only else None
+# ---------------------------------------------------------------- the steps of a run
+@dataclasses.dataclass
+class Check:
+    """One run of the check: its options, its cases and what each run of them gave."""
+    args: argparse.Namespace
+    settings: list               # default, intrinsic: a column each
+    compare: dict                # compare_labels()
+    cases: list = dataclasses.field(default_factory=list)
+    byname: dict = dataclasses.field(default_factory=dict)   # the chosen programs
+    results: dict = dataclasses.field(default_factory=dict)  # (id(case), setting): Result
+    runner: Runner = None
 
-    # ---- select and build
-    build = Build(env, args.rebuild, TESTS, VERSION)
+
+def prepare(check, env, tests, version, envfile, only):
+    """Build MTest, choose the programs that call an accumulate-type operation, build them
+    and select their cases (check.byname, check.cases)."""
+    args = check.args
+    build = Build(env, args.rebuild, tests, version)
     log(f"build directory {build.dir} (mpicc {build.mpicc})")
     build.library()
-    progs = parse_makefile_am(RMA / "Makefile.am")
+    progs = parse_makefile_am(tests / "rma" / "Makefile.am")
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
         list(pool.map(functools.partial(scan, build), progs))
     chosen = [p for p in progs if p.calls]
@@ -253,86 +264,110 @@ def main():
     mark_skipped(chosen, envfile.get("BTL_OFI_OMPI_VERSION", "0"), args.with_dynamic)
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
         list(pool.map(build.compile, [p for p in chosen if not p.skip]))
-    byname = {p.name: p for p in chosen}
-    cases = select_cases(TESTS, chosen, args.dtp, only)
-    if args.build_only:
-        for c in cases:
-            print(f"{c.label:60s} {c.ranks or '-':>3}  {'skipped: ' + c.skip if c.skip else 'run'}")
-        return 0
+    check.byname = {p.name: p for p in chosen}
+    check.cases = select_cases(tests, chosen, args.dtp, only)
 
-    # ---- run
-    logdir = args.log_dir or tempfile.mkdtemp(prefix="check-mpich-rma.", dir="/tmp")
-    os.makedirs(logdir, exist_ok=True)
-    log(f"logs in {logdir}; Open MPI {envfile.get('BTL_OFI_OMPI_VERSION', '?')} from {ENV_FILE}, "
-        f"component {launcher.component_name()}, settings: {', '.join(settings)}")
+
+def run_again(check, case, prog, failed):
+    """A failed case again without btl-ofi: osc/pt2pt over btl/tcp, then osc/rdma on one
+    host (with acc_single_intrinsic if only that setting failed)."""
+    onenode = "onenode" if "default" in failed else "onenode-intrinsic"
+    for setting, what in (("pt2pt", check.compare["pt2pt"]),
+                          (onenode, check.compare["onenode"])):
+        res = check.runner.run(case, setting, prog)
+        check.results[(id(case), setting.split("-")[0])] = res
+        log(f"    again, {what}: {res.status}"
+            f"{' (' + res.note + ')' if res.note else ''} {res.seconds:.1f} s")
+
+
+def run_cases(check):
+    """Each case not skipped in each setting, a failure again without btl-ofi."""
+    results = check.results
+    torun = [c for c in check.cases if not c.skip]
+    for i, case in enumerate(torun, 1):
+        prog = check.byname[case.program]
+        for setting in check.settings:
+            res = check.runner.run(case, setting, prog)
+            results[(id(case), setting)] = res
+            log(f"[{i}/{len(torun)}] {case.label} ({case.ranks} ranks, {setting}): "
+                f"{res.status}{' (' + res.note + ')' if res.note else ''} "
+                f"{res.seconds:.1f} s")
+        failed = [s for s in check.settings if results[(id(case), s)].status == "FAIL"]
+        if failed and not check.args.no_compare:
+            run_again(check, case, prog, failed)
+
+
+def run_all(check, repo, env, logdir):
+    """The cases across host namespaces made for them and torn down after; False if
+    interrupted."""
     conf = os.path.join(logdir, "netns.conf")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    results = {}
     try:
-        setup_hosts(args.hosts, logdir, env)
+        setup_hosts(repo, check.args.hosts, logdir, env)
         hosts = launcher.Hosts.from_conf(conf)
         env.update(hosts.env())
-        runner = Runner(args, env, hosts, logdir)
-        torun = [c for c in cases if not c.skip]
-        for i, case in enumerate(torun, 1):
-            prog = byname[case.program]
-            for setting in settings:
-                res = runner.run(case, setting, prog)
-                results[(id(case), setting)] = res
-                log(f"[{i}/{len(torun)}] {case.label} ({case.ranks} ranks, {setting}): "
-                    f"{res.status}{' (' + res.note + ')' if res.note else ''} "
-                    f"{res.seconds:.1f} s")
-            failed = [s for s in settings if results[(id(case), s)].status == "FAIL"]
-            if failed and not args.no_compare:
-                onenode = "onenode" if "default" in failed else "onenode-intrinsic"
-                for setting, what in (("pt2pt", COMPARE["pt2pt"]), (onenode, COMPARE["onenode"])):
-                    res = runner.run(case, setting, prog)
-                    results[(id(case), setting.split("-")[0])] = res
-                    log(f"    again, {what}: {res.status}"
-                        f"{' (' + res.note + ')' if res.note else ''} {res.seconds:.1f} s")
+        check.runner = Runner(check.args, env, hosts, logdir)
+        run_cases(check)
     except KeyboardInterrupt:
         log("interrupted")
-        return 130
+        return False
     finally:
-        teardown_hosts(conf)
+        teardown_hosts(repo, conf)
+    return True
 
-    # ---- table
+
+# ---------------------------------------------------------------- the table
+def case_cells(check, case):
+    """The cells of a case that was not skipped, and how many of its settings passed and
+    failed."""
+    cells, npass, nfail = [], 0, 0
+    for s in check.settings:
+        r = check.results.get((id(case), s))
+        if r is None:
+            cells.append("not run")
+            continue
+        npass += r.status == "pass"
+        nfail += r.status == "FAIL"
+        cells.append(r.status + (f" ({r.note})" if r.note else "") +
+                     ("" if r.status != "pass" else
+                      f", btl-ofi {r.ofi_ranks}/{case.ranks} on {r.ofi_nodes}"))
+    for c in ([] if check.args.no_compare else check.compare):
+        r = check.results.get((id(case), c))
+        cells.append("" if r is None else r.status + (f" ({r.note})" if r.note else ""))
+    return cells, npass, nfail
+
+
+def print_table(check, heading):
+    """The table, a row per case; the numbers passed, failed and skipped."""
     heads = {"default": "defaults", "intrinsic": "acc_single_intrinsic"}
-    cols = [heads[s] for s in settings] + \
-        ([] if args.no_compare else [f"failed: again {COMPARE[c]}" for c in COMPARE])
+    cols = [heads[s] for s in check.settings] + \
+        ([] if check.args.no_compare else [f"failed: again {check.compare[c]}"
+                                           for c in check.compare])
     print()
-    print(f"# MPICH {VERSION} test/mpi/rma, accumulate-type tests; Open MPI "
-          f"{envfile.get('BTL_OFI_OMPI_VERSION', '?')} ({ENV_FILE}); osc/rdma over btl "
-          f"self,tcp,{launcher.component_name()}, tcp;ofi_rxm, {args.hosts} host namespaces")
+    print(heading)
     print()
     print("| test | ranks | " + " | ".join(cols) + " |")
     print("|---|---:|" + "---|" * len(cols))
     npass = nfail = nskip = 0
-    for case in cases:
+    for case in check.cases:
         ranks = str(case.ranks) if case.ranks else "-"
         if case.ranks and not case.skip:
-            _, spread = runner.hosts_for(case.ranks, byname[case.program].shared)
+            _, spread = check.runner.hosts_for(case.ranks, check.byname[case.program].shared)
             ranks += f" ({spread})" if spread else ""
         if case.skip:
             nskip += 1
             cells = [f"skipped: {case.skip}"] + [""] * (len(cols) - 1)
         else:
-            cells = []
-            for s in settings:
-                r = results.get((id(case), s))
-                if r is None:
-                    cells.append("not run")
-                    continue
-                npass += r.status == "pass"
-                nfail += r.status == "FAIL"
-                cells.append(r.status + (f" ({r.note})" if r.note else "") +
-                             ("" if r.status != "pass" else
-                              f", btl-ofi {r.ofi_ranks}/{case.ranks} on {r.ofi_nodes}"))
-            for c in ([] if args.no_compare else COMPARE):
-                r = results.get((id(case), c))
-                cells.append("" if r is None else r.status + (f" ({r.note})" if r.note else ""))
+            cells, p, f = case_cells(check, case)
+            npass, nfail = npass + p, nfail + f
         print(f"| {case.label} | {ranks} | " + " | ".join(cells) + " |")
-    fails = [(c, s, results[(id(c), s)]) for c in cases for s in settings
+    return npass, nfail, nskip
+
+
+def print_failures(check):
+    """Each failure: its note, log and output's tail, and the runs without btl-ofi."""
+    results, settings = check.results, check.settings
+    fails = [(c, s, results[(id(c), s)]) for c in check.cases for s in settings
              if (id(c), s) in results and results[(id(c), s)].status == "FAIL"]
     for case, s, r in fails:
         if s == "intrinsic" and ("default" in settings and
@@ -342,11 +377,44 @@ def main():
             continue
         print(f"\n---- FAIL {case.label} ({case.ranks} ranks, {s}): {r.note}; log {r.log}")
         print(r.tail)
-        for c, what in COMPARE.items():
+        for c, what in check.compare.items():
             p = results.get((id(case), c))
             if p is not None:
                 print(f"  again, {what}: {p.status}{' (' + p.note + ')' if p.note else ''}"
                       f"; log {p.log}")
+
+
+def main():
+    repo, env_file, tests, version = sys.argv[1:5]
+    tests = Path(tests)
+    os.environ["BTL_OFI_ENV_FILE"] = env_file
+    compare = compare_labels()
+    args = parse_args(sys.argv[5:])
+    env = launcher.mpi_env()
+    envfile = launcher.load_env_file()
+    settings = (["intrinsic"] if args.intrinsic_only else
+                ["default", "intrinsic"] if args.intrinsic else ["default"])
+    only = re.compile(args.only) if args.only else None
+    check = Check(args, settings, compare)
+
+    prepare(check, env, tests, version, envfile, only)
+    if args.build_only:
+        for c in check.cases:
+            print(f"{c.label:60s} {c.ranks or '-':>3}  {'skipped: ' + c.skip if c.skip else 'run'}")
+        return 0
+
+    logdir = args.log_dir or tempfile.mkdtemp(prefix="check-mpich-rma.", dir="/tmp")
+    os.makedirs(logdir, exist_ok=True)
+    ompi = envfile.get('BTL_OFI_OMPI_VERSION', '?')
+    log(f"logs in {logdir}; Open MPI {ompi} from {env_file}, "
+        f"component {launcher.component_name()}, settings: {', '.join(settings)}")
+    if not run_all(check, repo, env, logdir):
+        return 130
+    npass, nfail, nskip = print_table(
+        check, f"# MPICH {version} test/mpi/rma, accumulate-type tests; Open MPI {ompi} "
+        f"({env_file}); osc/rdma over btl self,tcp,{launcher.component_name()}, tcp;ofi_rxm, "
+        f"{args.hosts} host namespaces")
+    print_failures(check)
     print(f"\n{npass} passed, {nfail} failed ({nskip} skipped); logs in {logdir}")
     return 1 if nfail else 0
 
