@@ -11,25 +11,11 @@
 #include "caps_test.h"
 
 /* ---------------------------------------------------------------- getinfo */
-static struct fi_info *hints_for(const char *prov_name, uint64_t caps, uint64_t mr_mode)
-{
-    struct fi_info *hints = fi_allocinfo();
-
-    if (!hints)
-        return NULL;
-    hints->caps = caps;
-    hints->ep_attr->type = FI_EP_RDM;
-    hints->domain_attr->mr_mode = mr_mode;
-    hints->domain_attr->av_type = FI_AV_TABLE;
-    hints->fabric_attr->prov_name = strdup(prov_name);
-    return hints;
-}
-
 /* What fi_getinfo answers for hints on our provider; op_flags go to tx_attr. */
 int getinfo_ret(const char *prov, uint64_t caps, uint64_t mr_mode, uint64_t op_flags,
                 struct fi_info **out)
 {
-    struct fi_info *hints = hints_for(prov, caps, mr_mode), *info = NULL;
+    struct fi_info *hints = fixture_hints(prov, caps, mr_mode), *info = NULL;
     int ret;
 
     if (!hints)

@@ -62,7 +62,7 @@ int side_insert(struct side *to, struct side *from, fi_addr_t *addr)
     return ret == 1 ? 0 : fail("fi_av_insert", ret < 0 ? ret : -FI_EOTHER);
 }
 
-static struct fi_info *make_hints(const char *prov_name, uint64_t caps)
+struct fi_info *fixture_hints(const char *prov_name, uint64_t caps, uint64_t mr_mode)
 {
     struct fi_info *hints = fi_allocinfo();
 
@@ -70,7 +70,7 @@ static struct fi_info *make_hints(const char *prov_name, uint64_t caps)
         return NULL;
     hints->caps = caps;
     hints->ep_attr->type = FI_EP_RDM;
-    hints->domain_attr->mr_mode = ALL_MR_MODES;
+    hints->domain_attr->mr_mode = mr_mode;
     hints->domain_attr->av_type = FI_AV_TABLE;
     hints->fabric_attr->prov_name = strdup(prov_name);
     return hints;
@@ -83,7 +83,7 @@ int fixture_open(struct fixture *f, const char *prov_name)
 
 int fixture_open_caps(struct fixture *f, const char *prov_name, uint64_t caps)
 {
-    struct fi_info *hints = make_hints(prov_name, caps);
+    struct fi_info *hints = fixture_hints(prov_name, caps, ALL_MR_MODES);
     int ret;
 
     memset(f, 0, sizeof(*f));

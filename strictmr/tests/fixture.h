@@ -51,6 +51,8 @@ struct outcome {
     size_t len;
 };
 
+/* RDM hints naming one provider, with caps, mr_mode and a table AV (fi_freeinfo them). */
+struct fi_info *fixture_hints(const char *prov_name, uint64_t caps, uint64_t mr_mode);
 int fixture_open(struct fixture *f, const char *prov_name);
 /* The same with other caps in the hints (fixture_open asks FI_MSG | FI_RMA | FI_ATOMIC). */
 int fixture_open_caps(struct fixture *f, const char *prov_name, uint64_t caps);
