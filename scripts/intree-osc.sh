@@ -94,11 +94,11 @@ osc_suite_across_hosts() { # VARIANT
     fi
 }
 
-# The checks of a build with upstream/'s osc/rdma patch (check-intree.sh --help).
-check_osc() { # VARIANT
+# Step 1: the build's ompi_info names its prefix and lists osc/rdma, and the osc/rdma it
+# installed defines the patch's marker.
+osc_patch_loaded() { # VARIANT
     local v=$1 prefix=$WORK/prefix-$1 envf=$WORK/prefix-$1/share/btl-ofi/btl-ofi-env.sh
-    local out where obj syms bin log rc start
-
+    local out where obj syms
     step "[$v] is the patched osc/rdma the one this build loads"
     # shellcheck disable=SC2016
     out=$(env -i HOME="$WORK" bash -c '. "$1" && command -v ompi_info &&
@@ -120,14 +120,18 @@ check_osc() { # VARIANT
     else
         record "$v" "osc/rdma carries the patch" FAIL "no $OSC_MARKER in $obj"
     fi
+}
 
-    bin=$WORK/osc_rdma_acc_lock-$v
+# Step 1: upstream/test/osc_rdma_acc_lock.c built with the build's mpicc links its libmpi.
+# Returns 1 when it does not build.
+osc_acc_lock_build() { # VARIANT
+    local v=$1 prefix=$WORK/prefix-$1 bin=$WORK/osc_rdma_acc_lock-$1 out
     step "[$v] upstream/test/osc_rdma_acc_lock.c with $prefix/bin/mpicc"
     if ! env -i HOME="$WORK" PATH="$prefix/bin:/usr/bin:/bin" "$prefix/bin/mpicc" -O2 -Wall \
         -o "$bin" "$REPO/upstream/test/osc_rdma_acc_lock.c" >"$WORK/$v-acc_lock-build.log" 2>&1; then
         cat "$WORK/$v-acc_lock-build.log"
         record "$v" "build osc_rdma_acc_lock" FAIL "see $WORK/$v-acc_lock-build.log"
-        return
+        return 1
     fi
     cat "$WORK/$v-acc_lock-build.log" # warnings, if any
     out=$(env -i PATH=/usr/bin:/bin LD_LIBRARY_PATH="$prefix/lib" ldd "$bin" | grep 'libmpi\.so')
@@ -137,9 +141,14 @@ check_osc() { # VARIANT
     else
         record "$v" "osc_rdma_acc_lock links the build" FAIL "${out:-no libmpi}"
     fi
+}
 
+# Two host namespaces for steps 3 and 4, their removal trapped on exit (MH_CONF names
+# them). Returns 1, with nothing left behind, when they cannot be made.
+osc_hosts_up() { # VARIANT
+    local v=$1 prefix=$WORK/prefix-$1 envf=$WORK/prefix-$1/share/btl-ofi/btl-ofi-env.sh
+    local mhdir=$WORK/$1-hosts rc
     step "[$v] two host namespaces (scripts/check-multihost.sh --setup-only --hosts 2)"
-    local mhdir=$WORK/$v-hosts hf ips
     rm -rf "$mhdir" && mkdir -p "$mhdir"
     trap teardown_hosts EXIT
     trap 'exit 130' INT
@@ -154,24 +163,14 @@ check_osc() { # VARIANT
         record "$v" "host namespaces" FAIL "check-multihost.sh --setup-only: exit $rc"
         teardown_hosts
         trap - EXIT INT TERM
-        return
+        return 1
     fi
-    # 3 ranks on the first host, 1 alone on the second: as target and as origin
-    # that one takes osc/rdma's "rank alone on its node" path
-    hf=$mhdir/hostfile-3+1
-    read -r -a ips <<<"$(mh_conf ips)"
-    printf '%s slots=3\n%s slots=1\n' "${ips[0]}" "${ips[1]}" >"$hf"
-    where=$(hosts_mpirun "$v" 120 4 "$hf" hostname 2>"$mhdir/hostname.log" | sort | uniq -c |
-        awk '{ printf "%s%s x%s", sep, $2, $1; sep = ", " }')
-    echo "placement: ${where:-none}"
-    if [ "$where" = "mh-h1 x3, mh-h2 x1" ]; then
-        record "$v" "4 ranks on 2 hosts, 3 + 1" pass "$where"
-    else
-        cat "$mhdir/hostname.log"
-        record "$v" "4 ranks on 2 hosts, 3 + 1" FAIL "placement: ${where:-none}"
-    fi
+}
 
-    local intr cases
+# Step 3: osc_rdma_acc_lock on 4 ranks across the host namespaces, without and with
+# acc_single_intrinsic.
+osc_acc_lock_runs() { # VARIANT HOSTFILE PLACEMENT
+    local v=$1 hf=$2 where=$3 bin=$WORK/osc_rdma_acc_lock-$1 intr log start rc cases
     for intr in false true; do
         log=$WORK/$v-acc_lock-intrinsic-$intr.log
         step "[$v] osc_rdma_acc_lock $ACC_ITERATIONS, 4 ranks ($where), tcp;ofi_rxm, --mca osc_rdma_acc_single_intrinsic $intr"
@@ -190,16 +189,15 @@ check_osc() { # VARIANT
                 "exit $rc, $cases of 16 cases exact; see $log"
         fi
     done
-    osc_mixed_atomics "$v" "$hf" "$where"
-    teardown_hosts
-    trap - EXIT INT TERM
-    osc_suite_across_hosts "$v"
+}
 
-    # btl-ofi's atomic counter per operation across two hosts (tools/acc_lock_cost.py
-    # makes and removes its own namespaces): 3 BTL atomics per single-element fetch-and-op,
-    # accumulate and get-accumulate under lock_all by default, as before the patch; 1 with
-    # acc_single_intrinsic
-    log=$WORK/$v-acc_lock_cost.log
+# Step 5: btl-ofi's atomic counter per operation across two hosts (tools/acc_lock_cost.py
+# makes and removes its own namespaces): 3 BTL atomics per single-element fetch-and-op,
+# accumulate and get-accumulate under lock_all by default, as before the patch; 1 with
+# acc_single_intrinsic.
+osc_acc_lock_cost() { # VARIANT
+    local v=$1 envf=$WORK/prefix-$1/share/btl-ofi/btl-ofi-env.sh log=$WORK/$1-acc_lock_cost.log
+    local rc mode want got
     step "[$v] tools/acc_lock_cost.py --settings default,intrinsic --epochs lock_all --ops-list fop,acc1,gacc1"
     (
         # shellcheck disable=SC1090
@@ -210,7 +208,6 @@ check_osc() { # VARIANT
     ) >"$log" 2>&1
     rc=$?
     cat "$log"
-    local mode want got
     for mode in default intrinsic; do
         want=3.00
         [ "$mode" = default ] || want=1.00
@@ -224,6 +221,36 @@ check_osc() { # VARIANT
                 "exit $rc; lock_all BTL atomics per call: ${got:-none} (want $want each); see $log"
         fi
     done
+}
+
+# The checks of a build with upstream/'s osc/rdma patch (check-intree.sh --help), steps 1,
+# 3, 4 and 5 in turn; step 2's env file is build_clients'. A program that does not build or
+# host namespaces that cannot be made end them.
+check_osc() { # VARIANT
+    local v=$1 envf=$WORK/prefix-$1/share/btl-ofi/btl-ofi-env.sh hf=$WORK/$1-hosts/hostfile-3+1
+    local ips where
+    osc_patch_loaded "$v"
+    osc_acc_lock_build "$v" || return 0
+    osc_hosts_up "$v" || return 0
+    # 3 ranks on the first host, 1 alone on the second: as target and as origin
+    # that one takes osc/rdma's "rank alone on its node" path
+    read -r -a ips <<<"$(mh_conf ips)"
+    printf '%s slots=3\n%s slots=1\n' "${ips[0]}" "${ips[1]}" >"$hf"
+    where=$(hosts_mpirun "$v" 120 4 "$hf" hostname 2>"$WORK/$v-hosts/hostname.log" | sort | uniq -c |
+        awk '{ printf "%s%s x%s", sep, $2, $1; sep = ", " }')
+    echo "placement: ${where:-none}"
+    if [ "$where" = "mh-h1 x3, mh-h2 x1" ]; then
+        record "$v" "4 ranks on 2 hosts, 3 + 1" pass "$where"
+    else
+        cat "$WORK/$v-hosts/hostname.log"
+        record "$v" "4 ranks on 2 hosts, 3 + 1" FAIL "placement: ${where:-none}"
+    fi
+    osc_acc_lock_runs "$v" "$hf" "$where"
+    osc_mixed_atomics "$v" "$hf" "$where"
+    teardown_hosts
+    trap - EXIT INT TERM
+    osc_suite_across_hosts "$v"
+    osc_acc_lock_cost "$v"
 
     step "[$v] to use this build: . $envf  (or BTL_OFI_ENV_FILE=$envf, python $WORK/venv-$v/bin/python)"
     sed 's/^/    /' "$envf"
