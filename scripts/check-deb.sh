@@ -23,7 +23,8 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 SUITE=bookworm
 if [ "${1:-}" = --suite ]; then SUITE=$2; shift 2; fi
-[ $# -eq 1 ] && [ -f "$1" ] || { echo "usage: check-deb.sh [--suite SUITE] DEB" >&2; exit 2; }
+{ [ $# -eq 1 ] && [ -f "$1" ]; } ||
+    { echo "usage: check-deb.sh [--suite SUITE] DEB" >&2; exit 2; }
 
 if [ "${BTL_OFI_CHECK_DEB_INSIDE:-}" != 1 ]; then
     exec bash "$HERE/debroot.sh" --suite "$SUITE" --purpose pkg \

@@ -73,7 +73,7 @@
 # Needs root for apt-get (deb-src entry, build dependencies). Every mpirun
 # runs under flock /tmp/btl-ofi-mpi.lock.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 REPO=$(pwd)
 # shellcheck source=scripts/apt-sources.sh
 . scripts/apt-sources.sh
@@ -176,6 +176,8 @@ component_files() {
     if git -C "$REPO" rev-parse --git-dir >/dev/null 2>&1; then
         git -C "$REPO" ls-files btl_ofi
     else
+        # shellcheck disable=SC2010 # ls sorts all operands as one list and skips an
+        # unmatched pattern: the hash below depends on both (the names are plain)
         (cd "$REPO" && ls btl_ofi/*.c btl_ofi/*.h btl_ofi/*.am btl_ofi/*.m4 btl_ofi/*.txt btl_ofi/*.awk | grep -v btl_ofi_help_text.h)
     fi
 }
@@ -213,13 +215,14 @@ pkglibdir_of() { # VARIANT
 
 # mpirun of the scratch Open MPI, with no btl-ofi env file and no user MCA files.
 scratch_mpirun() { # VARIANT TIMEOUT NP PROVIDER PROG ARGS...
-    local v=$1 to=$2 np=$3 prov=$4; shift 4
+    local v=$1 to=$2 np=$3 prov=$4 cpath; shift 4
     # the component paths as the env file gives them (Open MPI 5's prterun
     # would hand the ranks PMIx's plugin directory instead of Open MPI's)
     # shellcheck disable=SC1090
+    mapfile -t cpath < <(. "$WORK/env-$v.sh" && env | grep '^[A-Z]*_MCA_mca_base_component_path=')
     env -i HOME="$WORK" PATH="$WORK/prefix-$v/bin:/usr/bin:/bin" \
         LD_LIBRARY_PATH="$WORK/prefix-$v/lib" BTL_OFI_COMPONENT=ofi \
-        $(. "$WORK/env-$v.sh" && env | grep '^[A-Z]*_MCA_mca_base_component_path=') \
+        "${cpath[@]}" \
         OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
         flock "$LOCK" timeout "$to" "$WORK/prefix-$v/bin/mpirun" -np "$np" --oversubscribe \
         --bind-to none --mca pml ob1 --mca btl "self,$NODE_BTL,ofi" --mca osc rdma \
@@ -240,8 +243,11 @@ check_component() { # VARIANT
     local so
     so=$(pkglibdir_of "$v")/mca_btl_ofi.so
     if [ "$v" = dso ]; then
-        [ -f "$so" ] && record "$v" "component is a DSO" pass "$so" ||
+        if [ -f "$so" ]; then
+            record "$v" "component is a DSO" pass "$so"
+        else
             record "$v" "component is a DSO" FAIL "no $so"
+        fi
         # linked against libfabric: its symbols carry libfabric's versions
         # (unversioned, ld.so would bind them to the API 1.0 ones)
         local ver

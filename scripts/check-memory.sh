@@ -28,7 +28,7 @@
 # BTL_OFI_ENV_FILE selects the env file of the valgrind run (default
 # $PREFIX/share/btl-ofi/btl-ofi-env.sh, PREFIX=/usr/local).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 REPO=$(pwd)
 
 ASAN=0

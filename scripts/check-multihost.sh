@@ -63,7 +63,7 @@
 # namespaces/veth/bridge cannot be made here.
 # Every mpirun runs under flock /tmp/btl-ofi-mpi.lock and a timeout.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 REPO=$(pwd)
 AGENT=$REPO/scripts/netns-rsh
 
@@ -176,7 +176,7 @@ cleanup() {
     if [ ${#CREATED[@]} -eq 0 ]; then
         exit "$rc"
     fi
-    if [ $KEEP -eq 1 ]; then
+    if [ "$KEEP" -eq 1 ]; then
         echo "check-multihost: --keep: namespaces left: ${CREATED[*]}"
         echo "  remove with: bash $REPO/scripts/check-multihost.sh --teardown $LOG_DIR/netns.conf"
         exit "$rc"
@@ -257,7 +257,7 @@ setup() {
     netns_add "$HUB"
     err=$(ip -n "$HUB" link add br0 type bridge 2>&1) ||
         skip "cannot create a bridge in a namespace: $err"
-    ip -n "$HUB" addr add "$HUB_IP/24" dev br0 && ip -n "$HUB" link set br0 up ||
+    { ip -n "$HUB" addr add "$HUB_IP/24" dev br0 && ip -n "$HUB" link set br0 up; } ||
         skip "cannot address the bridge"
     for i in $(seq 1 "$NHOSTS"); do
         ns="$PFX-h$i"
@@ -265,23 +265,23 @@ setup() {
         netns_add "$ns"
         err=$(ip -n "$HUB" link add "p$i" type veth peer name "$IFACE" netns "$ns" 2>&1) ||
             skip "cannot create a veth pair between namespaces: $err"
-        ip -n "$HUB" link set "p$i" master br0 up &&
+        { ip -n "$HUB" link set "p$i" master br0 up &&
             ip -n "$ns" addr add "$ip/24" dev "$IFACE" &&
-            ip -n "$ns" link set "$IFACE" up || skip "cannot configure $IFACE in $ns"
+            ip -n "$ns" link set "$IFACE" up; } || skip "cannot configure $IFACE in $ns"
         HOSTS+=("$ns")
         IPS+=("$ip")
     done
     # further NICs: the k-th veth of every host on subnet 10.<77+k>.0.0/24, bridged in the hub
     local k
     for k in $(seq 1 $((NICS - 1))); do
-        ip -n "$HUB" link add "br$k" type bridge && ip -n "$HUB" link set "br$k" up ||
+        { ip -n "$HUB" link add "br$k" type bridge && ip -n "$HUB" link set "br$k" up; } ||
             skip "cannot create bridge br$k"
         for i in $(seq 1 "$NHOSTS"); do
             ns="$PFX-h$i"
-            ip -n "$HUB" link add "p${i}n$k" type veth peer name "mheth$k" netns "$ns" &&
+            { ip -n "$HUB" link add "p${i}n$k" type veth peer name "mheth$k" netns "$ns" &&
                 ip -n "$HUB" link set "p${i}n$k" master "br$k" up &&
                 ip -n "$ns" addr add "10.$((77 + k)).0.1$i/24" dev "mheth$k" &&
-                ip -n "$ns" link set "mheth$k" up || skip "cannot configure mheth$k in $ns"
+                ip -n "$ns" link set "mheth$k" up; } || skip "cannot configure mheth$k in $ns"
         done
     done
     if [ -n "$RATE" ]; then
@@ -432,7 +432,7 @@ classify() {
 one() {
     local name=$1 prov=$2 np=$3 to=$4 prog=$5
     shift 5
-    local log start rc res counts where why tx0 tx1 nic0 nic1 per_nic="" k
+    local log start rc res counts where tx0 tx1 nic0 nic1 per_nic="" k
     log="$LOG_DIR/$name-$(tr -c 'A-Za-z0-9_\n' '_' <<<"$prov").log"
     read -r -a nic0 <<<"$(nic_tx)"
     tx0=${nic0[0]}

@@ -22,7 +22,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
 SUITE=
 if [ "${1:-}" = --suite ]; then SUITE=$2; shift 2; fi
-[ $# -eq 1 ] && [ -f "$1" ] || { echo "usage: check-spack.sh [--suite SUITE] TARBALL" >&2; exit 2; }
+{ [ $# -eq 1 ] && [ -f "$1" ]; } ||
+    { echo "usage: check-spack.sh [--suite SUITE] TARBALL" >&2; exit 2; }
 
 find_spack() {
     if [ -n "${SPACK_ROOT:-}" ]; then
@@ -132,6 +133,7 @@ step "spack load btl-ofi; mpirun -np 2 --mca osc rdma osc_demo"
 eval "$("${spack[@]}" load --sh "btl-ofi@$version")"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 prefix=$("${spack[@]}" location -i "btl-ofi@$version")
+# shellcheck disable=SC2154 # set by the eval of spack load above
 case ":$OMPI_MCA_mca_base_component_path:" in
 *":$prefix/lib/btl-ofi:"*) echo "   component path (from spack load): $OMPI_MCA_mca_base_component_path" ;;
 *) echo "check-spack: spack load did not give Open MPI $prefix/lib/btl-ofi"; exit 1 ;;

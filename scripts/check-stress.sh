@@ -16,7 +16,7 @@
 #             $PREFIX/libexec/btl-ofi, PREFIX=/usr/local)
 # Every mpirun runs under flock /tmp/btl-ofi-mpi.lock and a timeout.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 REPO=$(pwd)
 
 LONG=0

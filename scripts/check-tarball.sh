@@ -16,7 +16,8 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 SUITE=
 if [ "${1:-}" = --suite ]; then SUITE=$2; shift 2; fi
-[ $# -eq 1 ] && [ -f "$1" ] || { echo "usage: check-tarball.sh [--suite SUITE] TARBALL" >&2; exit 2; }
+{ [ $# -eq 1 ] && [ -f "$1" ]; } ||
+    { echo "usage: check-tarball.sh [--suite SUITE] TARBALL" >&2; exit 2; }
 if [ -n "$SUITE" ] && [ "${BTL_OFI_CHECK_TARBALL_INSIDE:-}" != 1 ]; then
     exec bash "$HERE/debroot.sh" --suite "$SUITE" --purpose build \
         --copy-in "$1" --copy-in "$HERE/check-tarball.sh" --copy-in "$HERE/apt-sources.sh" \

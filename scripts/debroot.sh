@@ -51,7 +51,7 @@ REPO=$(cd "$HERE/.." && pwd)
 
 SUITE=trixie
 ROOT=
-PURPOSE=test
+PURPOSE='test'
 COPY_IN=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -80,16 +80,16 @@ fi
 # What the root holds besides debootstrap's minimal base; setup.sh inside adds
 # the build tools it needs, as it does on the host. iproute2 and procps (ip,
 # sysctl): the network namespaces of compare.py --net and check-multihost.sh.
-PACKAGES="ca-certificates openmpi-bin libopenmpi-dev libfabric-dev libfabric-bin iproute2 procps
-python3-mpi4py python3-numpy python3-pytest python3-cffi"
+PACKAGES=(ca-certificates openmpi-bin libopenmpi-dev libfabric-dev libfabric-bin iproute2 procps
+    python3-mpi4py python3-numpy python3-pytest python3-cffi)
 # A clean system for a package to be installed on: nothing beyond the base.
-[ "$PURPOSE" = pkg ] && PACKAGES=
+[ "$PURPOSE" = pkg ] && PACKAGES=()
 # A user's build of the release tarball (and of the Debian package).
-[ "$PURPOSE" = build ] && PACKAGES="ca-certificates openmpi-bin libopenmpi-dev libfabric-dev
-libfabric-bin libpmix-dev libhwloc-dev libevent-dev gcc libc6-dev make pkg-config dpkg-dev
-debhelper"
+[ "$PURPOSE" = build ] && PACKAGES=(ca-certificates openmpi-bin libopenmpi-dev libfabric-dev
+    libfabric-bin libpmix-dev libhwloc-dev libevent-dev gcc libc6-dev make pkg-config dpkg-dev
+    debhelper)
 STAMP_FILE=etc/btl-ofi-debroot
-STAMP="suite=$SUITE packages=$(echo $PACKAGES)"
+STAMP="suite=$SUITE packages=${PACKAGES[*]}"
 LOCK=/tmp/btl-ofi-mpi.lock
 MPI_CACHE=${BTL_OFI_MPI_CACHE:-/var/cache/btl-ofi/mpis} # scripts/install-mpis.sh
 WORKDIR=/btl-ofi
@@ -175,15 +175,15 @@ create() {
         # dated snapshot (as this machine's may be) serves an expired one
         echo 'Acquire::Check-Valid-Until "false";' >"$partial/etc/apt/apt.conf.d/99btl-ofi-snapshot"
     fi
-    if [ -n "$PACKAGES" ]; then
-        echo "debroot: apt-get install $(echo $PACKAGES)"
-        # shellcheck disable=SC2086
+    if [ ${#PACKAGES[@]} -gt 0 ]; then
+        echo "debroot: apt-get install ${PACKAGES[*]}"
         in_root "$partial" /bin/sh -c "export DEBIAN_FRONTEND=noninteractive; apt-get update -qq &&
-            apt-get install -y -qq --no-install-recommends $(echo $PACKAGES) >/dev/null" ||
+            apt-get install -y -qq --no-install-recommends ${PACKAGES[*]} >/dev/null" ||
             die "apt-get install in the $SUITE root failed"
     fi
     echo "$STAMP" >"$partial/$STAMP_FILE"
-    mv "$partial" "$ROOT" && rm -f "$partial.log" || die "cannot move $partial to $ROOT"
+    mv "$partial" "$ROOT" || die "cannot move $partial to $ROOT"
+    rm -f "$partial.log"
 }
 
 # This checkout's files into the root; ignored files (builds) there are kept.

@@ -4,7 +4,7 @@
 #
 #   scripts/endurance.sh [JOBS] [PROVIDER...]     default: 50 jobs, every provider btl-ofi accepts
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 JOBS=${1:-50}
 shift || true
 PREFIX=${PREFIX:-/usr/local}

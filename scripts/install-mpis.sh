@@ -37,7 +37,7 @@ am_sources() { # am_sources VARIABLE: the .c files of that harness.am variable
 }
 read -ra COMMON < <(am_sources osc_harness_bench)
 read -ra VIS_COMMON < <(am_sources osc_harness_common)
-[ "${#COMMON[@]}" -gt 0 ] && [ "${#VIS_COMMON[@]}" -gt 0 ] ||
+{ [ "${#COMMON[@]}" -gt 0 ] && [ "${#VIS_COMMON[@]}" -gt 0 ]; } ||
     { echo "install-mpis: no harness sources found in osc_harness/harness.am" >&2; exit 1; }
 
 venv() { # venv DIR PIP-ARGS...: a venv with these packages (once)

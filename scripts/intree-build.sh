@@ -127,7 +127,7 @@ check_badofi() {
     step "[badofi] configure --with-ofi=$fake (headers say libfabric API 1.4)"
     (cd "$build" && "$OMPI_SRC/configure" --prefix="$build/none" --with-ofi="$fake" \
         --with-hwloc=external --with-libevent=external \
-        $PMIX_FLAG \
+        "$PMIX_FLAG" \
         --disable-mpi-fortran --disable-oshmem) >"$build/configure.log" 2>&1
     local rc=$?
     grep -A1 'cannot be built' "$build/configure.log"
