@@ -33,6 +33,9 @@ static void usage(const void *arg)
             "               quiet in between; default 0)\n"
             "  -y           more than 2 ranks: ranks 2.. stay idle (bystanders: a job across\n"
             "               nodes where ranks 0 and 1 share one, or not)\n"
+            "  -c           also time a cache line's round trip between the two ranks' cores\n"
+            "               before and after each row (no MPI: the machine's own state;\n"
+            "               columns rtt_before_ns, rtt_after_ns; -1 across machines)\n"
             "exit codes: 0 done, 1 failure, 2 not carried by btl-ofi (-r), 77 not supported\n",
             prog->name, prog->ops_help, BENCH_DEFAULT_MAX_ITERS, BENCH_DEFAULT_WINDOW);
 }
@@ -60,6 +63,7 @@ static int parse_opts(int argc, char **argv, void *arg)
         HARNESS_NAMED('d', HARNESS_OPT_CHOICE, &opt->bidir, dir_names, 2),
         HARNESS_FLAG('r', &opt->require_ofi, 1),
         HARNESS_FLAG('y', &opt->bystanders, 1),
+        HARNESS_FLAG('c', &opt->core_rtt, 1),
         HARNESS_ARG('g', HARNESS_OPT_INT, &opt->gap_us),
         {0},
     };
@@ -190,7 +194,7 @@ static const unsigned kind_counters[] = {
 void bench_row(const bench_ctx_t *ctx, const bench_run_t *r, const bench_field_t *fields, int n)
 {
     const int *w = ctx->prog->widths;
-    bench_field_t f[16] = {BENCH_STR("op", w[0], r->op->name), BENCH_INT("size", w[1], r->size),
+    bench_field_t f[18] = {BENCH_STR("op", w[0], r->op->name), BENCH_INT("size", w[1], r->size),
                            BENCH_INT("iters", w[2], r->iters)};
     int k = 3;
 
@@ -202,6 +206,10 @@ void bench_row(const bench_ctx_t *ctx, const bench_run_t *r, const bench_field_t
     }
     f[k++] = (bench_field_t)BENCH_STR("carried_by", 13, r->carried);
     f[k++] = (bench_field_t)BENCH_INT("ofi_ops", 10, r->delta);
+    if (ctx->opt.core_rtt) {
+        f[k++] = (bench_field_t)BENCH_DBL("rtt_before_ns", 14, 0, r->rtt_ns[0]);
+        f[k++] = (bench_field_t)BENCH_DBL("rtt_after_ns", 13, 0, r->rtt_ns[1]);
+    }
     if (0 == ctx->rank) {
         bench_print_row(ctx->prog->name, ctx->opt.sweep.json, ctx->columns, f, k);
     }
@@ -461,7 +469,9 @@ static int sweep(bench_ctx_t *ctx)
                 continue; /* e.g. 3 B has no 8-byte element; 100 B and 96 B would repeat */
             }
             last = run.size;
+            run.rtt_ns[0] = ctx->opt.core_rtt ? core_rtt_measure(&ctx->rtt, ctx->comm) : -1;
             measure(ctx, &run);
+            run.rtt_ns[1] = ctx->opt.core_rtt ? core_rtt_measure(&ctx->rtt, ctx->comm) : -1;
             failures += !run.valid;
             not_ours += 0 == run.delta;
             prog->row(ctx, &run);
@@ -480,7 +490,11 @@ static int bench_run(void *arg)
     int rc;
 
     find_btl_ofi_so(ctx->btl_ofi_so, sizeof(ctx->btl_ofi_so));
+    if (ctx->opt.core_rtt) {
+        core_rtt_open(&ctx->rtt, ctx->comm, ctx->rank);
+    }
     rc = sweep(ctx);
+    core_rtt_close(&ctx->rtt);
     window_close(ctx);
     return rc;
 }

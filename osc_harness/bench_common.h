@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "bench_output.h"
+#include "core_rtt.h"
 #include "harness_core.h"
 #include "bench_sizes.h"
 #include "ofi_pvars.h"
@@ -57,6 +58,7 @@ typedef struct bench_run {
     unsigned long delta; /* sum over ranks of the counters that prove the op's path */
     const char *carried; /* "btl_ofi" if they moved, else "not btl-ofi" */
     int valid;           /* the values were right on both ranks (unless BENCH_DIRECTED) */
+    double rtt_ns[2];    /* -c: core_rtt before and after the row (rank 0; -1: not shared) */
 } bench_run_t;
 
 struct bench_ctx;
@@ -84,6 +86,7 @@ typedef struct bench_opts {
     int require_ofi;
     int bystanders; /* -y: ranks beyond 2 stay idle */
     int gap_us;     /* -g: latency, untimed pause before each operation */
+    int core_rtt;   /* -c: the ranks' core-to-core round trip beside each row (core_rtt.h) */
 } bench_opts_t;
 
 typedef struct bench_ctx {
@@ -100,6 +103,7 @@ typedef struct bench_ctx {
     int64_t *result;      /* fetched values */
     char btl_ofi_so[512]; /* which mca_btl_ofi.so this process mapped, "" if none */
     int pair_one_node;    /* ranks 0 and 1 share a node (MPI_COMM_TYPE_SHARED) */
+    core_rtt_t rtt;       /* -c */
 } bench_ctx_t;
 
 /**

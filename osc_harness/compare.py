@@ -216,6 +216,7 @@ def make_report(args, setup, configs, runs, start, net_notes, vis):
         "configs": [c.__dict__ for c in configs],
         "seconds": round(time.monotonic() - start, 1),
         "statuses": statuses, "stats_by_key": stats, "by_round": compare_stats.by_round(runs),
+        "machine_modes": compare_stats.machine_modes(runs),
     }
     report["targets"] = compare_stats.evaluate_targets(stats, providers, paths["major"])
     if args.net:

@@ -9,6 +9,7 @@ import platform
 import subprocess
 
 import paired
+import compare_stats
 from compare_stats import ratio
 
 
@@ -104,12 +105,29 @@ def markdown(report, configs):
             lines.append(f"- **{c}**: {', '.join(who) or 'no rows'} — {ends}" +
                          (f" — {veth}" if veth else ""))
         lines.append("")
+        lines += mode_lines(report.get("machine_modes", {}), cols)
     lines.append("## Targets\n")
     for t in report["targets"]:
         mark = {True: "met", False: "NOT met", None: "not measured"}[t["met"]]
         lines.append(f"- {t['target']}: **{mark}** ({t['detail']})")
     lines.append("")
     return "\n".join(lines)
+
+
+def mode_lines(modes, cols):
+    """Each configuration's latency rows against the machine's mode beside them."""
+    cols = [c for c in cols if c in modes]
+    if not cols:
+        return []
+    lines = ["The machine's mode beside each latency row (a cache line's round trip between "
+             "the two ranks' cores before and after it, `osc_latency -c`; slow: "
+             f"{compare_stats.SLOW_RTT:g}x the least; outlier: {compare_stats.OUTLIER:g}x its "
+             "configuration's median):\n"]
+    for c in cols:
+        m = modes[c]
+        lines.append(f"- **{c}**: {m['slow']} of {m['rows']} rows in the slow mode; "
+                     f"{m['outliers']} outliers, {m['outliers_slow']} of them in the slow mode")
+    return lines + [""]
 
 
 def _count(items):

@@ -21,7 +21,9 @@ EXIT_SKIP = 77
 
 
 def bench_args(bench, mode, kind):
-    """Program and arguments of one benchmark for an MPI or the raw configuration."""
+    """Program and arguments of one benchmark for a configuration of this kind (Config.kind).
+    Open MPI's latency runs also time the two ranks' core-to-core round trip beside each row
+    (osc_latency -c: the machine's mode, compare_stats.machine_modes)."""
     lat = ["-S", mode["lat_sizes"]] if mode["lat_sizes"] else []
     bw = ["-S", mode["bw_sizes"]] if mode["bw_sizes"] else []
     rate = ["-S", mode["rate_sizes"]] if mode.get("rate_sizes") else []
@@ -47,7 +49,8 @@ def bench_args(bench, mode, kind):
         "atomic_rate": ("osc_atomic_rate", ["-i", mode["rate_iters"]]),
     }
     prog, args = table[bench]
-    return prog, args + common
+    rtt = ["-c"] if kind == "mpi" and prog == "osc_latency" else []
+    return prog, args + rtt + common
 
 
 def run_env(cfg, base_env, paths):
@@ -180,9 +183,15 @@ def metric_key(bench, row):
     return None
 
 
+def row_rtt(row):
+    """The slower of a row's two core round trips (osc_latency -c), or None without them."""
+    both = (row.get("rtt_before_ns"), row.get("rtt_after_ns"))
+    return max(both) if all(isinstance(x, (int, float)) and x > 0 for x in both) else None
+
+
 def run_one(cfg, bench, mode, args, paths, base_env, hosts=None, outdir=None):
     """One run; with hosts (--net) across the host namespaces, with their proof."""
-    spec = bench_args(bench, mode, "raw" if cfg.kind == "raw" else "mpi")
+    spec = bench_args(bench, mode, cfg.kind)
     if spec is None:
         return None
     prog, prog_args = spec
@@ -222,7 +231,7 @@ def run_one(cfg, bench, mode, args, paths, base_env, hosts=None, outdir=None):
         result["rows"].append({"metric": metric, "op": op, "size": size, "value": value,
                                "valid": row.get("valid", "yes") == "yes" and crossed,
                                "carried_by": f"{who}; {proved}" if proved else who,
-                               "ofi_ops": row.get("ofi_ops")})
+                               "ofi_ops": row.get("ofi_ops"), "rtt_ns": row_rtt(row)})
     return result
 
 

@@ -47,6 +47,38 @@ def by_round(runs):
     return out
 
 
+# A row ran in the machine's slow mode when a cache line's round trip between the two ranks'
+# cores beside it (osc_latency -c) took at least this many times the least of the whole
+# comparison: on the 2-core VM of PERFORMANCE.md 50-110 ns in the fast mode, 320-370 in the
+# slow one. A latency row is an outlier at OUTLIER times its configuration's median.
+SLOW_RTT, OUTLIER = 2.0, 1.5
+
+
+def machine_modes(runs):
+    """{config: {"rows", "slow", "outliers", "outliers_slow"}}: of each configuration's
+    valid latency rows with a core round trip, how many ran beside a slow one, how many were
+    outliers, and how many outliers ran beside a slow one; {} without round trips."""
+    rows = [(run["config"], (r["metric"], r["op"], r["size"]), r["value"], r["rtt_ns"])
+            for run in runs for r in run["rows"]
+            if r.get("rtt_ns") and r["valid"] and r["metric"].startswith("lat_us")]
+    if not rows:
+        return {}
+    least = min(r[3] for r in rows)
+    values = {}
+    for cfg, key, value, _ in rows:
+        values.setdefault((cfg, key), []).append(value)
+    median = {k: statistics.median(v) for k, v in values.items()}
+    out = {}
+    for cfg, key, value, rtt in rows:
+        slow, outlier = rtt >= SLOW_RTT * least, value >= OUTLIER * median[(cfg, key)]
+        o = out.setdefault(cfg, {"rows": 0, "slow": 0, "outliers": 0, "outliers_slow": 0})
+        o["rows"] += 1
+        o["slow"] += slow
+        o["outliers"] += outlier
+        o["outliers_slow"] += outlier and slow
+    return out
+
+
 def ratio(stats, cfg, ref, key):
     a, b = stats.get(cfg, {}).get(key), stats.get(ref, {}).get(key)
     if not a or not b or not a.get("n") or not b.get("n") or not b["median"]:

@@ -166,3 +166,33 @@ def test_mode_medians_split_what_the_paired_window_mixes():
     for mode in ("fast", "slow"):
         _, med_a, _, med_b = split[mode]
         assert med_a / med_b == pytest.approx(0.95)
+
+
+def test_machine_modes_count_the_slow_round_trips():
+    """compare.py's machine-mode lines: a row beside a core round trip of at least SLOW_RTT x
+    the least one ran in the slow mode, an outlier is OUTLIER x its configuration's median.
+    ours has two slow runs, both beside slow round trips; stock one outlier beside a fast one;
+    rows without a round trip (raw, hydra, across machines) and invalid rows are not counted."""
+    import compare_report
+    import compare_stats
+
+    def row(value, rtt, valid=True, metric="lat_us"):
+        return {"metric": metric, "op": "put", "size": 8, "value": value, "valid": valid,
+                "rtt_ns": rtt}
+
+    runs = [{"config": "ours[shm]", "rows": [row(0.6, 70)]} for _ in range(8)]
+    runs += [{"config": "ours[shm]", "rows": [row(1.8, 330)]} for _ in range(2)]
+    runs += [{"config": "stock[shm]", "rows": [row(0.6, 80)]} for _ in range(9)]
+    runs += [{"config": "stock[shm]", "rows": [row(1.5, 90), row(9.0, 400, valid=False)]}]
+    runs += [{"config": "raw[shm]", "rows": [row(0.5, None)]}]
+    modes = compare_stats.machine_modes(runs)
+    assert modes == {
+        "ours[shm]": {"rows": 10, "slow": 2, "outliers": 2, "outliers_slow": 2},
+        "stock[shm]": {"rows": 10, "slow": 0, "outliers": 1, "outliers_slow": 0}}, modes
+    lines = compare_report.mode_lines(modes, ["ours[shm]", "stock[shm]", "raw[shm]"])
+    assert lines[1:3] == [
+        "- **ours[shm]**: 2 of 10 rows in the slow mode; 2 outliers, 2 of them in the slow mode",
+        "- **stock[shm]**: 0 of 10 rows in the slow mode; 1 outliers, 0 of them in the slow "
+        "mode"], lines
+    assert compare_stats.machine_modes([{"config": "raw[shm]", "rows": [row(0.5, None)]}]) == {}
+    assert compare_report.mode_lines({}, ["raw[shm]"]) == []
