@@ -335,7 +335,7 @@ SHARED_AXES = {"provider": "provider", "refusing_provider": "provider", "core": 
 
 # Modules that launch nothing: they run whole, slicing them would save nothing.
 NO_LAUNCH = ("test_domains_compare.py", "test_notes_file_map.py", "test_outcome_mapping.py",
-             "test_suite_layout.py")
+             "test_scripts_lint.py", "test_suite_layout.py")
 
 # Tests (fnmatch patterns of node ids) the default slice leaves to --full, each with
 # what still covers its axes there.

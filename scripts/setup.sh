@@ -37,10 +37,11 @@ SUITE=$VERSION_CODENAME
 # What the tests call besides Open MPI and libfabric (fi_info): gdb, the stacks of a
 # launch that times out (python_tests/launcher.py, dump_rank_stacks); iproute2 (ip, tc,
 # bridge) and procps (sysctl), the host namespaces of scripts/check-multihost.sh that
-# the multi-host tests run in; gcc, the C tools some tests build (tools/stale_key.c).
+# the multi-host tests run in; gcc, the C tools some tests build (tools/stale_key.c);
+# and the scripts' lint, shellcheck (python_tests/test_scripts_lint.py).
 PACKAGES=(openmpi-bin libopenmpi-dev libfabric-dev libfabric-bin
     autoconf automake libtool pkg-config make gcc libc6-dev python3 python3-venv
-    gdb iproute2 procps)
+    gdb iproute2 procps shellcheck)
 if [ "$PLATFORM" = "Debian 12" ]; then
     # Python packages come from PyPI into the venv.
     PACKAGES+=(python3-dev)
