@@ -1,9 +1,11 @@
 """Paired ratios of two configurations measured in interleaved rounds, and the bootstrap
 interval of their median: the statistics compare.py and domains_compare.py judge by.
 
-This machine runs in a fast and a slow mode 2-3x apart, for seconds to minutes at a time;
-configurations run back to back mostly share one, so the ratio within a round is the
-steadiest measure, and rounds whose two values fall in different modes are left out.
+This machine runs in a fast and a slow mode 2-3x apart, for seconds to minutes at a time (its
+two cores' own placement: osc_latency -c times a cache line between them, compare_stats.
+machine_modes counts the rows beside a slow one); configurations run back to back mostly share
+one, so the ratio within a round is the steadiest measure, and rounds whose two values fall in
+different modes are left out.
 
 by_round: {configuration: {row: {round: value}}}, a row being (metric, op, bytes).
 """
