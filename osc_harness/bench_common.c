@@ -469,9 +469,9 @@ static int sweep(bench_ctx_t *ctx)
                 continue; /* e.g. 3 B has no 8-byte element; 100 B and 96 B would repeat */
             }
             last = run.size;
-            run.rtt_ns[0] = ctx->opt.core_rtt ? core_rtt_measure(&ctx->rtt, ctx->comm) : -1;
+            run.rtt_ns[0] = core_rtt_measure(&ctx->rtt, ctx->comm); /* -1 without -c */
             measure(ctx, &run);
-            run.rtt_ns[1] = ctx->opt.core_rtt ? core_rtt_measure(&ctx->rtt, ctx->comm) : -1;
+            run.rtt_ns[1] = core_rtt_measure(&ctx->rtt, ctx->comm);
             failures += !run.valid;
             not_ours += 0 == run.delta;
             prog->row(ctx, &run);

@@ -9,8 +9,7 @@ import platform
 import subprocess
 
 import paired
-import compare_stats
-from compare_stats import ratio
+from compare_stats import OUTLIER, SLOW_RTT, ratio
 
 
 def fmt(v, metric):
@@ -121,7 +120,7 @@ def mode_lines(modes, cols):
         return []
     lines = ["The machine's mode beside each latency row (a cache line's round trip between "
              "the two ranks' cores before and after it, `osc_latency -c`; slow: "
-             f"{compare_stats.SLOW_RTT:g}x the least; outlier: {compare_stats.OUTLIER:g}x its "
+             f"{SLOW_RTT:g}x the least; outlier: {OUTLIER:g}x its "
              "configuration's median):\n"]
     for c in cols:
         m = modes[c]

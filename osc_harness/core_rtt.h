@@ -25,7 +25,8 @@ void core_rtt_open(core_rtt_t *rtt, MPI_Comm comm, int rank);
 
 /**
  * Collective over comm: nanoseconds per round trip on rank 0 (a few milliseconds at most:
- * it stops after CORE_RTT_BUDGET_NS), 0 on rank 1, -1 where the page is not shared.
+ * it stops after CORE_RTT_BUDGET_NS), 0 on rank 1; -1 at once, with no collective call,
+ * where the page is not shared or rtt was never opened (zeroed).
  */
 double core_rtt_measure(core_rtt_t *rtt, MPI_Comm comm);
 
