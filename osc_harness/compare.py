@@ -103,6 +103,11 @@ def parse_args():
     p.add_argument("--ranks", type=int, default=2,
                    help="--net: ranks, one per host namespace (3-8); rank 0 measures against "
                         "rank 1 while the others wait in MPI (the benchmarks' -y)")
+    p.add_argument("--drop-caches", action="store_true",
+                   help="drop the page cache before every run (root), so that no install's "
+                        "code keeps its physical pages through the comparison: between two "
+                        "installs of one source, paired ratios otherwise moved by up to 4%% "
+                        "(PERFORMANCE.md)")
     p.add_argument("--timeout", type=int, help="seconds per run (default 30 quick, 300 full); "
                    "a run that times out is not repeated in later repetitions")
     return p.parse_args()
@@ -167,6 +172,8 @@ def prepare(args):
         compare_configs.Config("probe", "", "mpi", paths["BTL_OFI_OMPI_PKGLIBDIR"]),
         base_env, paths))
     check_programs(args)
+    if args.drop_caches and (why := compare_runs.drop_caches_refused()):
+        sys.exit(f"compare.py: {why}")
 
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     outdir = args.out or os.path.join(REPO, "results", f"{'net' if args.net else 'bench'}-{stamp}")
@@ -207,7 +214,7 @@ def make_report(args, setup, configs, runs, start, net_notes, vis):
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "machine": compare_report.machine_description(),
         "command": " ".join([os.path.relpath(sys.argv[0])] + sys.argv[1:]),
-        "reps": args.reps, "osc_ucx": setup.ucx[1],
+        "reps": args.reps, "osc_ucx": setup.ucx[1], "drop_caches": args.drop_caches,
         "providers": providers + sorted({c.provider for c in configs if c.provider} -
                                         set(providers)),
         "load": f"load average {setup.load_before} at the start, "

@@ -67,6 +67,8 @@ def markdown(report, configs):
     lines.append(f"- command: `{report['command']}`")
     lines.append(f"- repetitions: {report['reps']}, interleaved; cell = median [min] and the "
                  "ratio of medians to ours on the same provider")
+    if report.get("drop_caches"):
+        lines.append("- the page cache dropped before every run (--drop-caches)")
     lines.append(f"- {report['load']}")
     lines.append(f"- osc/ucx: {report['osc_ucx']}\n")
     lines += [f"- {n}" for n in report.get("net_notes", [])]

@@ -67,6 +67,31 @@ def run_env(cfg, base_env, paths):
     return env
 
 
+# Written to drop the clean page cache (proc(5)); compare.py --drop-caches, root.
+DROP_CACHES = "/proc/sys/vm/drop_caches"
+
+
+def drop_page_cache():
+    """Write dirty pages back and drop the clean page cache, so that the next run reads its
+    programs and shared objects into newly chosen physical pages. Kept cached from run to
+    run, one install's code keeps its physical pages (and, the likely cause, its sets in the
+    physically indexed caches) for the whole comparison: two installs of one source then
+    differed by up to 4 % in paired ratios, and not with the cache dropped before every run
+    (osc_harness/PERFORMANCE.md). OSError where it cannot be written."""
+    os.sync()
+    with open(DROP_CACHES, "w") as f:
+        f.write("1\n")
+
+
+def drop_caches_refused():
+    """None where the page cache can be dropped (it is, once), else why not."""
+    try:
+        drop_page_cache()
+    except OSError as e:
+        return f"--drop-caches: cannot write {DROP_CACHES} ({e.strerror}); it takes root"
+    return None
+
+
 def locked_run(cmd, env, timeout):
     """Run under the machine-wide MPI lock, bounded (the whole process tree is killed at the
     timeout); returns (rc, stdout, stderr, seconds), rc None for a timeout."""
@@ -195,6 +220,8 @@ def run_one(cfg, bench, mode, args, paths, base_env, hosts=None, outdir=None):
     if spec is None:
         return None
     prog, prog_args = spec
+    if getattr(args, "drop_caches", False):
+        drop_page_cache()
     exe = os.path.join(cfg.component_path if cfg.kind == "hydra" else args.bin_dir, prog)
     env = run_env(cfg, base_env, paths)
     if cfg.kind == "raw":

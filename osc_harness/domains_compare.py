@@ -268,7 +268,7 @@ def mpich_argv(cfg, prog, args, hosts, outdir):
                                dict(os.environ), hosts, outdir, cfg.nranks)
 
 
-def one_run(cfg, bench, hosts, outdir, iters):
+def one_run(cfg, bench, hosts, outdir, iters, drop_caches=False):
     """({(metric, op, size): value}, problems, {iface: bytes sent during the run})."""
     prog, metric, ops, sizes, more = bench[:5]
     label = bench[5] if len(bench) > 5 else metric
@@ -303,6 +303,8 @@ def one_run(cfg, bench, hosts, outdir, iters):
         if cfg.env_file:
             env.update(launcher.load_env_file(cfg.env_file))
         env.update(hosts.env())
+    if drop_caches:
+        compare_runs.drop_page_cache()
     before = nic_bytes(hosts)
     rc, out, err, _ = compare_runs.locked_run(argv, env, 300)
     after = nic_bytes(hosts)
@@ -459,6 +461,8 @@ def parse_args():
                     help="also run each btl-ofi configuration with another install of it (its "
                          "env file), as '<configuration> [NAME]', interleaved, judged within "
                          "1.03x of ours row by row (a before/after comparison of two builds)")
+    ap.add_argument("--drop-caches", action="store_true",
+                    help="drop the page cache before every run (root), as compare.py does")
     ap.add_argument("--others", action="store_true",
                     help="--mode stripes: also MPICH (striping off, on) and Open MPI's "
                          "osc/pt2pt over btl/tcp on both NICs")
@@ -505,7 +509,7 @@ def measure(opts, mode, setup, outdir):
             for cfg in mode["configs"]:
                 for bench in mode["benches"]:
                     got, problems, sent = one_run(cfg, bench, hosts, outdir,
-                                                  iters_of(bench, opts.iters))
+                                                  iters_of(bench, opts.iters), opts.drop_caches)
                     if bench[0] == "osc_bw":
                         for name, value in sent.items():
                             shares.setdefault(cfg.name, {}).setdefault(name, 0)
@@ -569,6 +573,8 @@ def main():
     mode = choose_mode(opts, ap)
     setup = mode["setup"] + (["--rate", opts.rate]
                              if opts.mode == "stripes" and opts.rate != "none" else [])
+    if opts.drop_caches and (why := compare_runs.drop_caches_refused()):
+        ap.error(why)
     outdir = opts.out or tempfile.mkdtemp(prefix=f"{opts.mode}-compare-")
     os.makedirs(outdir, exist_ok=True)
     samples, by_round, failed, shares, ifaces = measure(opts, mode, setup, outdir)

@@ -196,3 +196,53 @@ def test_machine_modes_count_the_slow_round_trips():
         "mode"], lines
     assert compare_stats.machine_modes([{"config": "raw[shm]", "rows": [row(0.5, None)]}]) == {}
     assert compare_report.mode_lines({}, ["raw[shm]"]) == []
+
+
+def test_compare_drops_the_page_cache_before_every_run(tmp_path, monkeypatch):
+    """compare.py --drop-caches: the page cache is dropped (1 written to drop_caches) before
+    each run, not once per comparison; without it nothing is written; where it cannot be
+    written the option is refused with the reason. The report says it was dropped."""
+    import argparse
+
+    import compare_configs
+    import compare_report
+    import compare_runs
+
+    target = tmp_path / "drop_caches"
+    target.write_text("")
+    monkeypatch.setattr(compare_runs, "DROP_CACHES", str(target))
+    events = []
+    real_drop = compare_runs.drop_page_cache
+
+    def drop():
+        real_drop()
+        events.append(("drop", target.read_text()))
+
+    def run(cmd, env, timeout):
+        events.append(("run", Path(cmd[0]).name))
+        return 0, "", "", 0.0
+
+    monkeypatch.setattr(compare_runs, "drop_page_cache", drop)
+    monkeypatch.setattr(compare_runs, "locked_run", run)
+    cfg = compare_configs.Config("raw", "shm", "raw")
+    mode = {"lat_sizes": "8", "bw_sizes": None, "lat_iters": "10", "bw_iters": "10",
+            "rate_iters": "10", "budget": "1M"}
+    paths = {"BTL_OFI_COMPONENT": "ofirma"}
+    for drop_caches in (True, False):
+        args = argparse.Namespace(drop_caches=drop_caches, bin_dir=str(tmp_path), timeout=5)
+        for _ in range(2):
+            compare_runs.run_one(cfg, "latency", mode, args, paths, {})
+    assert events == [("drop", "1\n"), ("run", "ofi_rma_ref")] * 2 + \
+        [("run", "ofi_rma_ref")] * 2, events
+
+    monkeypatch.setattr(compare_runs, "drop_page_cache", real_drop)
+    assert compare_runs.drop_caches_refused() is None
+    monkeypatch.setattr(compare_runs, "DROP_CACHES", str(tmp_path / "no" / "such"))
+    why = compare_runs.drop_caches_refused()
+    assert why.startswith("--drop-caches: cannot write ") and why.endswith("it takes root"), why
+
+    report = {"mode": "quick", "date": "d", "machine": "m", "command": "c", "reps": 2,
+              "load": "l", "osc_ucx": "u", "providers": [], "targets": [], "stats_by_key": {}}
+    line = "- the page cache dropped before every run (--drop-caches)"
+    assert line not in compare_report.markdown(report, [])
+    assert line in compare_report.markdown(dict(report, drop_caches=True), []).splitlines()
