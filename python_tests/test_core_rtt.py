@@ -1,7 +1,7 @@
 """osc_latency -c (osc_harness/core_rtt.c): a cache line's round trip between the two ranks'
 cores, timed before and after every row through a page both map, with no MPI call in
 between. compare.py reads it to tell the machine's slow mode from a configuration's own
-(PERFORMANCE.md, "One node"). Per provider, on one node: every row still exact and carried by
+(PERFORMANCE.md, its opening). Per provider, on one node: every row still exact and carried by
 btl-ofi (-r), each round trip a time above zero and below a millisecond; without -c the rows
 carry no round trip.
 """
