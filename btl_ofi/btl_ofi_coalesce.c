@@ -335,6 +335,7 @@ static void mca_btl_ofi_co_send(mca_btl_ofi_rail_t *rail, mca_btl_ofi_batch_t *b
         OPAL_THREAD_LOCK(&rail->co->lock);
         opal_list_append(&rail->co->ready, &batch->super);
         OPAL_THREAD_UNLOCK(&rail->co->lock);
+        mca_btl_ofi_rail_pass_wants(rail, MCA_BTL_OFI_PASS_CO);
         return;
     }
     opal_output_verbose(1, mca_btl_ofi_output,
@@ -390,6 +391,9 @@ int mca_btl_ofi_coalesce_put(mca_btl_ofi_rail_t *rail, struct mca_btl_base_endpo
         mca_btl_ofi_co_add(batch, local_address, target, key, size, &put);
     }
     OPAL_THREAD_UNLOCK(&co->lock);
+    if (NULL != batch) {
+        mca_btl_ofi_rail_pass_wants(rail, MCA_BTL_OFI_PASS_CO);
+    }
 
     if (NULL != full) {
         mca_btl_ofi_co_send(rail, full);
@@ -507,21 +511,20 @@ static void mca_btl_ofi_co_progress(mca_btl_ofi_rail_t *rail)
     opal_list_t send;
     opal_list_item_t *item;
 
-    if (!opal_list_is_empty(&co->ready)) {
-        OBJ_CONSTRUCT(&send, opal_list_t);
-        OPAL_THREAD_LOCK(&co->lock);
-        while (NULL != (item = opal_list_remove_first(&co->ready))) {
-            mca_btl_ofi_batch_t *batch = (mca_btl_ofi_batch_t *)item;
+    /* called when rail->pass_work says so: the list is read under its lock */
+    OBJ_CONSTRUCT(&send, opal_list_t);
+    OPAL_THREAD_LOCK(&co->lock);
+    while (NULL != (item = opal_list_remove_first(&co->ready))) {
+        mca_btl_ofi_batch_t *batch = (mca_btl_ofi_batch_t *)item;
 
-            if (batch->endpoint->batch == batch) {
-                mca_btl_ofi_co_close_batch(batch);
-            }
-            opal_list_append(&send, item);
+        if (batch->endpoint->batch == batch) {
+            mca_btl_ofi_co_close_batch(batch);
         }
-        OPAL_THREAD_UNLOCK(&co->lock);
-        while (NULL != (item = opal_list_remove_first(&send))) {
-            mca_btl_ofi_co_send(rail, (mca_btl_ofi_batch_t *)item);
-        }
-        OBJ_DESTRUCT(&send);
+        opal_list_append(&send, item);
     }
+    OPAL_THREAD_UNLOCK(&co->lock);
+    while (NULL != (item = opal_list_remove_first(&send))) {
+        mca_btl_ofi_co_send(rail, (mca_btl_ofi_batch_t *)item);
+    }
+    OBJ_DESTRUCT(&send);
 }

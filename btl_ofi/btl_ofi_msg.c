@@ -350,6 +350,7 @@ static void mca_btl_ofi_msg_queue(mca_btl_ofi_rail_t *rail, mca_btl_ofi_msg_out_
     OPAL_THREAD_LOCK(&rail->msg->lock);
     opal_list_append(&rail->msg->queued, &out->super);
     OPAL_THREAD_UNLOCK(&rail->msg->lock);
+    mca_btl_ofi_rail_pass_wants(rail, MCA_BTL_OFI_PASS_MSG);
 }
 
 /* Copy head and data into a new message and send it (or queue it after -FI_EAGAIN);
@@ -427,9 +428,6 @@ static void mca_btl_ofi_msg_progress(mca_btl_ofi_rail_t *rail)
     opal_list_t retry;
     opal_list_item_t *item;
 
-    if (opal_list_is_empty(&msg->queued)) {
-        return;
-    }
     OBJ_CONSTRUCT(&retry, opal_list_t);
     mca_btl_ofi_list_take(&retry, &msg->queued, &msg->lock);
     while (NULL != (item = opal_list_remove_first(&retry))) {

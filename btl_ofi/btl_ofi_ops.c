@@ -166,6 +166,7 @@ void mca_btl_ofi_defer(mca_btl_ofi_rail_t *rail, mca_btl_ofi_op_t *op,
     OPAL_THREAD_LOCK(&rail->deferred_lock);
     opal_list_append(&rail->deferred, &op->super.super);
     OPAL_THREAD_UNLOCK(&rail->deferred_lock);
+    mca_btl_ofi_rail_pass_wants(rail, MCA_BTL_OFI_PASS_DEFERRED);
 }
 
 /* Operations whose post met -FI_EAGAIN inside progress are posted again here. */
@@ -173,9 +174,6 @@ static void mca_btl_ofi_repost_deferred(mca_btl_ofi_rail_t *rail)
 {
     opal_list_t ready;
 
-    if (opal_list_is_empty(&rail->deferred)) {
-        return;
-    }
     OBJ_CONSTRUCT(&ready, opal_list_t);
     mca_btl_ofi_list_take(&ready, &rail->deferred, &rail->deferred_lock);
 
@@ -232,6 +230,23 @@ static int mca_btl_ofi_batch_outer(mca_btl_ofi_rail_t *rail)
     return handled;
 }
 
+/* What the pass has to do before it reads the CQ (rail->pass_work), taken: work listed
+ * from now on is for the next pass. */
+static void mca_btl_ofi_pass_work(mca_btl_ofi_rail_t *rail)
+{
+    unsigned work = atomic_exchange(&rail->pass_work, 0u);
+
+    if (work & MCA_BTL_OFI_PASS_DEFERRED) {
+        mca_btl_ofi_repost_deferred(rail);
+    }
+    if ((work & MCA_BTL_OFI_PASS_MSG) && NULL != rail->msg_progress) {
+        rail->msg_progress(rail);
+    }
+    if ((work & MCA_BTL_OFI_PASS_CO) && NULL != rail->co_progress) {
+        rail->co_progress(rail);
+    }
+}
+
 /* An empty read, or an error: what it means. */
 static int mca_btl_ofi_cq_nothing(mca_btl_ofi_rail_t *rail, ssize_t count)
 {
@@ -265,12 +280,8 @@ int mca_btl_ofi_rail_progress(mca_btl_ofi_rail_t *rail)
         0 != (handled = mca_btl_ofi_batch_outer(rail))) {
         return handled;
     }
-    mca_btl_ofi_repost_deferred(rail);
-    if (NULL != rail->msg_progress) {
-        rail->msg_progress(rail);
-    }
-    if (NULL != rail->co_progress) {
-        rail->co_progress(rail);
+    if (OPAL_UNLIKELY(0 != atomic_load_explicit(&rail->pass_work, memory_order_relaxed))) {
+        mca_btl_ofi_pass_work(rail);
     }
     mca_btl_ofi_count(MCA_BTL_OFI_CNT_CQ_POLLS, 1);
     batch.count = fi_cq_read(rail->cq, entries, (size_t)mca_btl_ofi_params.progress_batch);

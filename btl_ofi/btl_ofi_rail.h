@@ -148,6 +148,9 @@ struct mca_btl_ofi_rail_t {
     /** operations whose next post met -FI_EAGAIN inside progress (op->repost) */
     opal_mutex_t deferred_lock;
     opal_list_t deferred;
+    /** MCA_BTL_OFI_PASS_*: which of the deferred posts, queued messages and gathered puts
+     *  hold work for the next progress pass, so that a pass reads one word, not three lists */
+    atomic_uint pass_work;
 
     mca_btl_ofi_atomic_caps_t atomics;
 
@@ -228,6 +231,22 @@ static inline double mca_btl_ofi_now(void)
 }
 
 /** Operations of this rail's own in flight, or waiting to be posted again. */
+/** What a progress pass runs before it reads the CQ (rail->pass_work). */
+enum {
+    MCA_BTL_OFI_PASS_DEFERRED = 0x1, /**< posts that met -FI_EAGAIN (mca_btl_ofi_defer) */
+    MCA_BTL_OFI_PASS_MSG = 0x2,      /**< messages refused before (rail->msg_progress) */
+    MCA_BTL_OFI_PASS_CO = 0x4,       /**< gathered puts to send (rail->co_progress) */
+};
+
+/** Tell the next progress pass of rail to run what (MCA_BTL_OFI_PASS_*); called after the
+ *  work is listed, so a pass that takes the word and then the list finds it. */
+static inline void mca_btl_ofi_rail_pass_wants(mca_btl_ofi_rail_t *rail, unsigned what)
+{
+    if (what != (atomic_load_explicit(&rail->pass_work, memory_order_relaxed) & what)) {
+        atomic_fetch_or(&rail->pass_work, what);
+    }
+}
+
 static inline bool mca_btl_ofi_rail_busy(mca_btl_ofi_rail_t *rail)
 {
     return 0 != atomic_load_explicit(&rail->outstanding, memory_order_relaxed) ||

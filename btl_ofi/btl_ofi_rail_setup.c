@@ -38,6 +38,7 @@ static void mca_btl_ofi_rail_construct(mca_btl_ofi_rail_t *rail)
     atomic_store(&rail->outstanding, 0);
     atomic_store(&rail->remote_regs, 0);
     atomic_store(&rail->locating, 0);
+    atomic_store(&rail->pass_work, 0);
     mca_btl_ofi_fault_construct(rail);
 }
 
