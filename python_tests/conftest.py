@@ -344,7 +344,9 @@ def _full(config):
 
 def pytest_configure(config):
     """--full (or -m full) runs the whole matrix, the multihost suite included: the
-    default `-m` of pytest.ini then keeps out only the opt-in endurance runs."""
+    default `-m` of pytest.ini then keeps out only the opt-in endurance runs. A SIGTERM
+    ends the run as Ctrl-C does, with the MPI job it waits for (launcher.run_argv)."""
+    launcher.end_jobs_on_sigterm()
     if config.getoption("--mca"):
         os.environ["BTL_OFI_TEST_MCA"] = " ".join(
             [os.environ.get("BTL_OFI_TEST_MCA", "")] + config.getoption("--mca")).strip()

@@ -394,6 +394,9 @@ def run_argv(argv, timeout, env, workdir, take_lock=True, max_output=None):
             dump_rank_stacks(proc.pid)
             _kill_group(proc)
             out, err = proc.communicate()
+        except BaseException:
+            _kill_group(proc)  # interrupted (end_jobs_on_sigterm): the job goes too
+            raise
         seconds = time.monotonic() - start
     return Run(returncode=None if timed_out else proc.returncode, timed_out=timed_out,
                seconds=seconds, stdout=out, stderr=err, lock_wait=start - asked)
@@ -417,20 +420,11 @@ def _run_capped(argv, timeout, env, workdir, take_lock, max_output):
         start = time.monotonic()
         proc = subprocess.Popen(argv, env=env, cwd=workdir, stdout=fo, stderr=fe,
                                 start_new_session=True)
-        timed_out = flooded = False
-        pause = 0.01
-        while proc.poll() is None:
-            if time.monotonic() - start > timeout:
-                timed_out = True
-                dump_rank_stacks(proc.pid)
-            elif os.fstat(fo.fileno()).st_size + os.fstat(fe.fileno()).st_size > max_output:
-                flooded = True
-            else:
-                time.sleep(pause)
-                pause = min(pause * 2, 0.5)
-                continue
-            _kill_group(proc)
-            proc.wait()
+        try:
+            timed_out, flooded = _watch(proc, start, timeout, fo, fe, max_output)
+        except BaseException:
+            _kill_group(proc)  # interrupted (end_jobs_on_sigterm): the job goes too
+            raise
         seconds = time.monotonic() - start
         out, err = _head_tail(fo, max_output // 2), _head_tail(fe, max_output // 2)
     return Run(returncode=None if timed_out or flooded else proc.returncode,
@@ -517,6 +511,34 @@ def dump_rank_stacks(pid):
             print("".join(line + "\n" for line in stacks.splitlines()
                           if line.startswith(("Thread ", "#"))), file=sys.stderr, end="")
         sys.stderr.flush()
+
+
+def _watch(proc, start, timeout, fo, fe, max_output):
+    """Wait for proc, killing it past timeout or max_output bytes in fo + fe;
+    (timed_out, flooded)."""
+    pause = 0.01
+    while proc.poll() is None:
+        if time.monotonic() - start > timeout:
+            dump_rank_stacks(proc.pid)
+            _kill_group(proc)
+            proc.wait()
+            return True, False
+        if os.fstat(fo.fileno()).st_size + os.fstat(fe.fileno()).st_size > max_output:
+            _kill_group(proc)
+            proc.wait()
+            return False, True
+        time.sleep(pause)
+        pause = min(pause * 2, 0.5)
+    return False, False
+
+
+def end_jobs_on_sigterm():
+    """Make SIGTERM (a CI job's timeout, `kill`) raise KeyboardInterrupt as Ctrl-C does, so
+    that run_argv ends the job it waits for: each job runs in a session of its own, which
+    neither signal reaches, and its ranks would spin on after the test run."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 def _kill_group(proc):

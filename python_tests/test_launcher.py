@@ -1,10 +1,12 @@
 """The launcher's own behaviour (no MPI): MCA parameters for every mpirun
-(--mca / BTL_OFI_TEST_MCA), the output cap of run_argv, and the removal of the /dev/shm
-files an aborted job leaves."""
+(--mca / BTL_OFI_TEST_MCA), the output cap of run_argv, a job ended with the run that an
+interruption ends, and the removal of the /dev/shm files an aborted job leaves."""
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -53,6 +55,42 @@ def test_quiet_run_is_kept_whole(tmp_path):
     run = launcher.run_argv([sys.executable, "-c", "print('a'); import sys; sys.exit(3)"], 60,
                             None, str(tmp_path), take_lock=False, max_output=1 << 20)
     assert (run.returncode, run.stdout, run.flooded) == (3, "a\n", False)
+
+
+def _alive(pid):
+    """Whether pid runs (a zombie waiting for its reaper does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+@pytest.mark.parametrize("capped", [False, True], ids=["whole", "capped"])
+def test_a_terminated_run_ends_its_job(tmp_path, capped):
+    """SIGTERM to the process that waits (a CI job's timeout) ends the job too: it runs in a
+    session of its own, which the signal does not reach."""
+    pidfile = tmp_path / "job.pid"
+    job = ["bash", "-c", f"sleep 300 & echo $! > {pidfile}; wait"]
+    prog = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import launcher\n"
+            f"launcher.end_jobs_on_sigterm()\n"
+            f"launcher.run_argv({job!r}, 600, None, {str(tmp_path)!r}, take_lock=False, "
+            f"max_output={1 << 20 if capped else None})")
+    waiter = subprocess.Popen([sys.executable, "-c", prog], stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not (pidfile.exists() and pidfile.read_text().strip()):
+        assert waiter.poll() is None and time.monotonic() < deadline, "the job never started"
+        time.sleep(0.05)
+    sleeper = int(pidfile.read_text())
+    try:
+        waiter.send_signal(signal.SIGTERM)
+        assert waiter.wait(timeout=30) != 0
+        deadline = time.monotonic() + 10
+        while _alive(sleeper) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(sleeper), "the job outlived the run that started it"
+    finally:
+        if _alive(sleeper):
+            os.kill(sleeper, signal.SIGKILL)
 
 
 def test_files_of_ended_processes_are_removed_and_live_ones_kept():
