@@ -99,13 +99,14 @@ def _locked_run(argv, timeout, lock_timeout, env=None):
                                 pytrace=False)
                 time.sleep(0.2)
         try:
-            return subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                                  start_new_session=True, env=env)
-        except subprocess.TimeoutExpired as exc:
-            pytest.fail(f"stale_key did not finish within {timeout:.0f}s (its own bounds "
-                        f"failed): {exc.stdout!r}", pytrace=False)
+            # its own session, ended whole on a timeout or an interruption (its probes fork)
+            run = launcher.run_argv(argv, timeout, env, None, take_lock=False)
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+    if run.timed_out:
+        pytest.fail(f"stale_key did not finish within {timeout:.0f}s (its own bounds "
+                    f"failed): {run.stdout!r}", pytrace=False)
+    return run
 
 
 @pytest.fixture(scope="module")
