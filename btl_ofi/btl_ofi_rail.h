@@ -230,7 +230,6 @@ static inline double mca_btl_ofi_now(void)
     return 1e-9 * (double)mca_btl_ofi_now_ns();
 }
 
-/** Operations of this rail's own in flight, or waiting to be posted again. */
 /** What a progress pass runs before it reads the CQ (rail->pass_work). */
 enum {
     MCA_BTL_OFI_PASS_DEFERRED = 0x1, /**< posts that met -FI_EAGAIN (mca_btl_ofi_defer) */
@@ -247,6 +246,7 @@ static inline void mca_btl_ofi_rail_pass_wants(mca_btl_ofi_rail_t *rail, unsigne
     }
 }
 
+/** Operations of this rail's own in flight, or waiting to be posted again. */
 static inline bool mca_btl_ofi_rail_busy(mca_btl_ofi_rail_t *rail)
 {
     return 0 != atomic_load_explicit(&rail->outstanding, memory_order_relaxed) ||
