@@ -20,6 +20,17 @@ TEST_PROGRAM = REPO / "strictmr" / "tests" / "strictmr_test"
 DRIVER = REPO / "strictmr" / "tests" / "run_tests.py"
 
 
+def _failed_runs(output):
+    """run_tests.py's FAIL lines, each with what it printed under it (why, the run's output):
+    a failing run early in a long list would otherwise fall outside the message's tail."""
+    keep, inside = [], False
+    for line in output.splitlines():
+        inside = line.startswith("FAIL ") or (inside and line.startswith("     "))
+        if inside:
+            keep.append(line)
+    return "\n".join(keep)
+
+
 @pytest.mark.parametrize("core", ["shm", "sockets", "tcp;ofi_rxm"])
 def test_strict_provider_catches_every_rule(core):
     for built in (PROVIDER_SO, TEST_PROGRAM):
@@ -30,7 +41,8 @@ def test_strict_provider_catches_every_rule(core):
     output = proc.stdout + proc.stderr
     tally = re.search(r"run_tests: (\d+) runs, (\d+) failed", output)
     assert proc.returncode == 0 and tally and int(tally.group(1)) > 0 \
-        and int(tally.group(2)) == 0, f"{core};ofi_strictmr:\n{output[-4000:]}"
+        and int(tally.group(2)) == 0, \
+        f"{core};ofi_strictmr:\n{_failed_runs(output)[:8000]}\n...\n{output[-1500:]}"
 
 
 # ---- the checker fails a BTL-style mistake (issue 13, item 4) -------------------
