@@ -220,7 +220,7 @@ def run_one(cfg, bench, mode, args, paths, base_env, hosts=None, outdir=None):
     if spec is None:
         return None
     prog, prog_args = spec
-    if getattr(args, "drop_caches", False):
+    if args.drop_caches:
         drop_page_cache()
     exe = os.path.join(cfg.component_path if cfg.kind == "hydra" else args.bin_dir, prog)
     env = run_env(cfg, base_env, paths)
