@@ -154,41 +154,19 @@ static void mca_btl_ofi_name_shm(mca_btl_ofi_rail_t *rail)
                         copy);
 }
 
-/* The most entries a rail's CQ is asked for: libfabric's own default size, the stock
- * btl/ofi's. A completion is written to the next entry of a ring, so a larger one spreads a
- * stream of completions over more memory: on shm a CQ of 5,120 entries (four of its 1,024-entry
- * transmit queues and a receive queue) cost 8-byte puts and atomics 2-3 % against this size
- * (osc_harness/PERFORMANCE.md). The room for operations follows from the size granted
- * (mca_btl_ofi_op_room): at this size, about 500 operations in flight per rail. */
-#define MCA_BTL_OFI_CQ_MAX_ENTRIES 1024u
-
-/* Entries for the completions of `queues` transmit queues and a receive queue, at most
- * MCA_BTL_OFI_CQ_MAX_ENTRIES; 0 (the provider's size) once queues is 0 or a size is unknown. */
-static size_t mca_btl_ofi_cq_entries(size_t queues, size_t tx, size_t rx)
-{
-    size_t want = queues * tx + rx;
-
-    if (0 == queues || 0 == tx || 0 == rx) {
-        return 0;
-    }
-    return want < MCA_BTL_OFI_CQ_MAX_ENTRIES ? want : MCA_BTL_OFI_CQ_MAX_ENTRIES;
-}
-
 /* rail's CQ, opened with cq_attr (its size set here). Room for the completions of four
- * transmit queues and a receive queue, up to MCA_BTL_OFI_CQ_MAX_ENTRIES (fi_cq(3): a CQ that
- * overruns loses completions): new operations may fill half of it while completions wait to
- * be read, and what they post on their own the other half (mca_btl_ofi_op_room). A NIC whose
- * CQs cannot be that large: two and one transmit queues, then its own size (0, which bounds
- * nothing here).
+ * transmit queues and a receive queue (fi_cq(3): a CQ that overruns loses completions): new
+ * operations may fill two transmit queues while completions wait to be read, and what they
+ * post on their own two more (mca_btl_ofi_op_room). A NIC whose CQs cannot be that large:
+ * two and one transmit queues, then its own size (0, which bounds nothing here).
  * @return 0, or fi_cq_open's error at the last size tried */
 static int mca_btl_ofi_cq_open(mca_btl_ofi_rail_t *rail, struct fi_cq_attr *cq_attr)
 {
     const size_t tx = rail->info->tx_attr->size, rx = rail->info->rx_attr->size;
-    size_t queues = 4, refused;
     int rc;
 
-    cq_attr->size = mca_btl_ofi_cq_entries(queues, tx, rx);
-    for (;;) {
+    cq_attr->size = tx && rx ? 4 * tx + rx : 0;
+    for (size_t queues = 4;; queues /= 2) {
         rc = fi_cq_open(rail->domain, cq_attr, &rail->cq, NULL);
         if (0 == rc) {
             return 0;
@@ -199,11 +177,7 @@ static int mca_btl_ofi_cq_open(mca_btl_ofi_rail_t *rail, struct fi_cq_attr *cq_a
         }
         opal_output_verbose(10, mca_btl_ofi_output,
                             MCA_BTL_OFI_LOG "a CQ of %zu entries was refused", cq_attr->size);
-        refused = cq_attr->size;
-        do { /* the next smaller size: under the cap, fewer queues may ask the same */
-            queues /= 2;
-            cq_attr->size = mca_btl_ofi_cq_entries(queues, tx, rx);
-        } while (cq_attr->size == refused);
+        cq_attr->size = queues > 1 ? queues / 2 * tx + rx : 0;
     }
 }
 
